@@ -1,0 +1,51 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "fieldlog",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "fieldlog", targets: ["fieldlog"]),
+        .library(name: "FieldLog", targets: ["FieldLog"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+    ],
+    targets: [
+        // libgps as pkg-config knows it (apt: libgps-dev).
+        .systemLibrary(
+            name: "CLibGPS",
+            pkgConfig: "libgps",
+            providers: [.apt(["libgps-dev"])]
+        ),
+        // The only code that touches gps_data_t: hides libgps version differences and C conventions.
+        .target(
+            name: "CGPSShim",
+            dependencies: ["CLibGPS"],
+            cSettings: [.define("_GNU_SOURCE")]
+        ),
+        .target(
+            name: "FieldLog",
+            dependencies: [
+                "CGPSShim",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "fieldlog",
+            dependencies: [
+                "FieldLog",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .testTarget(
+            name: "FieldLogTests",
+            dependencies: ["FieldLog"]
+        ),
+    ]
+)

@@ -1,0 +1,101 @@
+#include "CGPSShim.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gps.h>
+
+// gpsd 3.23.1 renamed STATUS_DGPS_FIX to STATUS_DGPS without bumping the API version.
+#ifdef STATUS_DGPS_FIX
+#define CGPS_STATUS_DGPS STATUS_DGPS_FIX
+#else
+#define CGPS_STATUS_DGPS STATUS_DGPS
+#endif
+
+struct cgps_session {
+    struct gps_data_t data;
+    char message[16384];
+};
+
+cgps_session *cgps_open(const char *host, const char *port, int *error) {
+    cgps_session *session = calloc(1, sizeof(*session));
+    if (session == NULL) {
+        *error = -ENOMEM;
+        return NULL;
+    }
+    if (gps_open(host, port, &session->data) != 0) {
+        *error = errno;
+        free(session);
+        return NULL;
+    }
+    // gpsd 3.25 changed the types of both arguments (watch_t, const char *); this call is valid C for
+    // every version, which is why it lives here and not in Swift.
+    if (gps_stream(&session->data, WATCH_ENABLE | WATCH_JSON, NULL) != 0) {
+        *error = errno;
+        gps_close(&session->data);
+        free(session);
+        return NULL;
+    }
+    *error = 0;
+    return session;
+}
+
+const char *cgps_error_text(int error) {
+    if (error == -ENOMEM) {
+        return "out of memory";
+    }
+    return gps_errstr(error);
+}
+
+int cgps_wait(cgps_session *session, int timeout_us) {
+    errno = 0;
+    if (gps_waiting(&session->data, timeout_us)) {
+        return 1;
+    }
+    return errno == 0 || errno == EINTR ? 0 : -1;
+}
+
+static double finite_or_nan(double value) {
+    return isfinite(value) ? value : NAN;
+}
+
+int cgps_read(cgps_session *session, cgps_fix *out) {
+    struct gps_data_t *data = &session->data;
+    // libgps only ever adds bits to `set`; clear it so this read reports only what this message carried.
+    data->set = 0;
+    session->message[0] = '\0';
+    int status = gps_read(data, session->message, (int)sizeof(session->message));
+    if (status < 0) {
+        return CGPS_READ_GONE;
+    }
+    if (status == 0 || strstr(session->message, "\"class\":\"TPV\"") == NULL) {
+        return CGPS_READ_OTHER;
+    }
+    if ((data->set & MODE_SET) == 0) {
+        return CGPS_READ_OTHER;
+    }
+    const struct gps_fix_t *fix = &data->fix;
+    memset(out, 0, sizeof(*out));
+    out->mode = fix->mode;
+    out->has_time = (data->set & TIME_SET) != 0 && fix->time.tv_sec != 0;
+    out->time_sec = (int64_t)fix->time.tv_sec;
+    out->time_nsec = (int64_t)fix->time.tv_nsec;
+    out->differential = fix->status >= CGPS_STATUS_DGPS && fix->status <= STATUS_RTK_FLT;
+    bool has_position = (data->set & LATLON_SET) != 0 && fix->mode >= MODE_2D;
+    out->lat = has_position ? finite_or_nan(fix->latitude) : NAN;
+    out->lon = has_position ? finite_or_nan(fix->longitude) : NAN;
+    out->alt = fix->mode >= MODE_3D ? finite_or_nan(fix->altHAE) : NAN;
+    out->eph = finite_or_nan(fix->eph);
+    out->speed = finite_or_nan(fix->speed);
+    return CGPS_READ_FIX;
+}
+
+void cgps_close(cgps_session *session) {
+    if (session == NULL) {
+        return;
+    }
+    gps_stream(&session->data, WATCH_DISABLE, NULL);
+    gps_close(&session->data);
+    free(session);
+}

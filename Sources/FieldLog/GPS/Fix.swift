@@ -1,0 +1,25 @@
+/// One position report from the receiver, already cleaned of libgps's "not set" states.
+public struct Fix: Sendable, Equatable {
+    /// GPS time, seconds since 1970-01-01 UTC. The walk runs on this clock, never the system's.
+    public var time: Double
+    public var latitude: Double
+    public var longitude: Double
+    /// Metres above the WGS84 ellipsoid, only for 3D fixes.
+    public var altitude: Double?
+    /// Estimated horizontal error in metres (gpsd's eph, 95 %).
+    public var horizontalError: Double?
+    /// 2 for a 2D fix, 3 for 3D.
+    public var mode: Int
+
+    public init(
+        time: Double, latitude: Double, longitude: Double, altitude: Double? = nil,
+        horizontalError: Double? = nil, mode: Int = 3
+    ) {
+        self.time = time
+        self.latitude = latitude
+        self.longitude = longitude
+        self.altitude = altitude
+        self.horizontalError = horizontalError
+        self.mode = mode
+    }
+}

@@ -1,0 +1,42 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A problem with the state directory or a journal in it, worded for the person who has to fix it.
+public struct JournalError: Error, CustomStringConvertible, Sendable {
+    public struct Code: Equatable, Sendable {
+        fileprivate let text: String
+        public static let cannotOpen = Code(text: "cannot open")
+        public static let cannotRead = Code(text: "cannot read")
+        public static let cannotWrite = Code(text: "cannot write")
+        public static let noSuchWalk = Code(text: "no such walk")
+        public static let noWalks = Code(text: "no walks")
+    }
+
+    public let code: Code
+    public let path: String
+    public let reason: String?
+
+    public init(_ code: Code, path: String, reason: String? = nil) {
+        self.code = code
+        self.path = path
+        self.reason = reason
+    }
+
+    init(_ code: Code, path: String, errno number: Int32) {
+        self.init(code, path: path, reason: String(cString: strerror(number)))
+    }
+
+    public var description: String {
+        switch code {
+        case .noSuchWalk:
+            return "no walk \(reason ?? "") in \(path) (see `fieldlog walks`)"
+        case .noWalks:
+            return "no walks recorded in \(path) yet"
+        default:
+            return "\(code.text) \(path)" + (reason.map { ": \($0)" } ?? "")
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+
+/// The wire form of a journal record: one flat JSON object whose `type` says which fields it carries.
+/// Keys are short because fix lines are most of a journal; sorted keys keep journals byte-for-byte
+/// reproducible from the same capture.
+struct JournalLine: Codable {
+    var type: String
+    var walk: String?
+    var time: String?
+    var wall: String?
+    var lat: Double?
+    var lon: Double?
+    var alt: Double?
+    var eph: Double?
+    var mode: Int?
+    var seg: Int?
+    var dist: Double?
+    var anchor: Bool?
+    var index: Int?
+    var gap: Double?
+    var every: Double?
+    var event: JournalEvent.Kind?
+    var message: String?
+
+    init(type: String) {
+        self.type = type
+    }
+
+    init(_ record: JournalRecord) {
+        switch record {
+        case let .walkStart(id, time, every):
+            self.init(type: "walk_start")
+            walk = id
+            self.time = Timestamp.format(time)
+            self.every = every
+        case let .point(point):
+            self.init(type: "fix")
+            time = Timestamp.format(point.fix.time)
+            lat = Rounding.degrees(point.fix.latitude)
+            lon = Rounding.degrees(point.fix.longitude)
+            alt = point.fix.altitude.map(Rounding.metres)
+            eph = point.fix.horizontalError.map(Rounding.metres)
+            mode = point.fix.mode
+            seg = point.segment
+            dist = Rounding.metres(point.distance)
+            anchor = point.isAnchor ? true : nil
+        case let .milestone(milestone):
+            self.init(type: "milestone")
+            index = milestone.index
+            time = Timestamp.format(milestone.time)
+            lat = Rounding.degrees(milestone.latitude)
+            lon = Rounding.degrees(milestone.longitude)
+            dist = Rounding.metres(milestone.distance)
+        case let .segment(segment):
+            self.init(type: "segment")
+            seg = segment.index
+            time = Timestamp.format(segment.time)
+            gap = Rounding.metres(segment.gap)
+        case let .event(event):
+            self.init(type: "event")
+            self.event = event.kind
+            time = event.time.map(Timestamp.format)
+            wall = Timestamp.format(event.wall)
+            message = event.message
+        case let .walkEnd(time, distance):
+            self.init(type: "walk_end")
+            self.time = Timestamp.format(time)
+            dist = Rounding.metres(distance)
+        }
+    }
+
+    /// The record this line holds, or nil when a field it needs is missing or malformed.
+    var record: JournalRecord? {
+        let parsedTime = time.flatMap(Timestamp.parse)
+        switch type {
+        case "walk_start":
+            guard let walk, let parsedTime, let every, every > 0 else { return nil }
+            return .walkStart(id: walk, time: parsedTime, every: every)
+        case "fix":
+            guard let parsedTime, let lat, let lon, let seg, let dist else { return nil }
+            let fix = Fix(
+                time: parsedTime, latitude: lat, longitude: lon, altitude: alt, horizontalError: eph,
+                mode: mode ?? 2)
+            return .point(TrackPoint(fix: fix, segment: seg, distance: dist, isAnchor: anchor ?? false))
+        case "milestone":
+            guard let index, let parsedTime, let lat, let lon, let dist else { return nil }
+            return .milestone(
+                Milestone(index: index, time: parsedTime, latitude: lat, longitude: lon, distance: dist))
+        case "segment":
+            guard let seg, let parsedTime, let gap else { return nil }
+            return .segment(SegmentBreak(index: seg, time: parsedTime, gap: gap))
+        case "event":
+            guard let event, let wallTime = wall.flatMap(Timestamp.parse) else { return nil }
+            return .event(JournalEvent(kind: event, time: parsedTime, wall: wallTime, message: message))
+        case "walk_end":
+            guard let parsedTime, let dist else { return nil }
+            return .walkEnd(time: parsedTime, distance: dist)
+        default:
+            return nil
+        }
+    }
+}
+
+/// Journal precision: centimetres for metres, about a centimetre (1e-7°) for degrees. Rounding keeps
+/// the journal small and makes the journaled value the one recovery continues from.
+enum Rounding {
+    static func metres(_ value: Double) -> Double {
+        (value * 100).rounded() / 100
+    }
+
+    static func degrees(_ value: Double) -> Double {
+        (value * 10_000_000).rounded() / 10_000_000
+    }
+}
+
+/// Turns records into journal lines and back.
+public enum JournalCodec {
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    public static func encode(_ record: JournalRecord) -> String {
+        // Encoding a struct of strings and finite numbers cannot fail.
+        let data = try! encoder.encode(JournalLine(record))
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    public static func decode(_ line: Substring) -> JournalRecord? {
+        guard let line = try? JSONDecoder().decode(JournalLine.self, from: Data(line.utf8)) else { return nil }
+        return line.record
+    }
+}

@@ -1,0 +1,35 @@
+/// One line of a walk journal. The journal is append-only JSON Lines: each record is one line, and a
+/// line cut short by a power cut is the only damage it can take.
+public enum JournalRecord: Sendable, Equatable {
+    case walkStart(id: String, time: Double, every: Double)
+    case point(TrackPoint)
+    case milestone(Milestone)
+    case segment(SegmentBreak)
+    /// Something that happened to the recorder: a session began or ended, gpsd came or went, an error.
+    /// `wall` is the system clock on purpose (the only field that is), `time` the GPS time if known.
+    case event(JournalEvent)
+    case walkEnd(time: Double, distance: Double)
+}
+
+public struct JournalEvent: Sendable, Equatable {
+    public enum Kind: String, Sendable, Codable {
+        case sessionStart = "session_start"
+        case sessionEnd = "session_end"
+        case resumed
+        case gpsdConnected = "gpsd_connected"
+        case gpsdLost = "gpsd_lost"
+        case error
+    }
+
+    public var kind: Kind
+    public var time: Double?
+    public var wall: Double
+    public var message: String?
+
+    public init(kind: Kind, time: Double? = nil, wall: Double, message: String? = nil) {
+        self.kind = kind
+        self.time = time
+        self.wall = wall
+        self.message = message
+    }
+}

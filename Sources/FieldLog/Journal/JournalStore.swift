@@ -1,0 +1,75 @@
+import Foundation
+
+/// The state directory: one append-only journal per walk, named from the walk's first GPS time so that
+/// names sort in walk order.
+public struct JournalStore: Sendable {
+    public let directory: String
+
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    static let prefix = "walk-"
+    static let suffix = ".jsonl"
+
+    public func path(for id: String) -> String {
+        directory + "/" + Self.prefix + id + Self.suffix
+    }
+
+    /// Creates the directory if needed and checks it can be written.
+    public func prepare() throws(JournalError) {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw JournalError(.cannotOpen, path: directory, reason: "cannot create it")
+        }
+        guard FileManager.default.isWritableFile(atPath: directory) else {
+            throw JournalError(.cannotWrite, path: directory, reason: "permission denied")
+        }
+    }
+
+    /// Walk ids, oldest first.
+    public func walkIDs() throws(JournalError) -> [String] {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        } catch {
+            let exists = FileManager.default.fileExists(atPath: directory)
+            throw JournalError(.cannotRead, path: directory, reason: exists ? "permission denied" : "no such directory")
+        }
+        return names.filter { $0.hasPrefix(Self.prefix) && $0.hasSuffix(Self.suffix) }
+            .map { String($0.dropFirst(Self.prefix.count).dropLast(Self.suffix.count)) }
+            .sorted()
+    }
+
+    /// Resolves a walk id or `latest` (the default) to an existing walk id.
+    public func resolve(_ selector: String?) throws(JournalError) -> String {
+        let ids = try walkIDs()
+        guard let selector, selector != "latest" else {
+            guard let latest = ids.last else { throw JournalError(.noWalks, path: directory) }
+            return latest
+        }
+        guard ids.contains(selector) else { throw JournalError(.noSuchWalk, path: directory, reason: selector) }
+        return selector
+    }
+
+    public func read(_ id: String) throws(JournalError) -> WalkLog {
+        let path = path(for: id)
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw JournalError(.cannotRead, path: path)
+        }
+        return WalkLog.parse(id: id, contents: [UInt8](data))
+    }
+
+    /// A new, unused walk id for a walk starting at `time`: `20260522T094736Z`, with a suffix if taken.
+    public func newWalkID(startingAt time: Double) -> String {
+        let stamp = Timestamp.format(time.rounded(.down)).filter { $0 != "-" && $0 != ":" }
+        var id = stamp
+        var attempt = 1
+        while FileManager.default.fileExists(atPath: path(for: id)) {
+            attempt += 1
+            id = "\(stamp)-\(attempt)"
+        }
+        return id
+    }
+}

@@ -1,0 +1,68 @@
+/// Everything a walk's journal says, read back: what export, tail, `walks` and recovery work from.
+public struct WalkLog: Sendable {
+    public var id: String
+    public var started: Double?
+    public var every: Double?
+    /// GPS time of the walk_end record; nil while the walk is open (recording, or interrupted).
+    public var ended: Double?
+    public var points: [TrackPoint] = []
+    public var milestones: [Milestone] = []
+    public var segments: [SegmentBreak] = []
+    public var events: [JournalEvent] = []
+    /// 1-based numbers of lines that could not be read (reported, skipped).
+    public var damagedLines: [Int] = []
+    private var endDistance: Double?
+
+    public init(id: String) {
+        self.id = id
+    }
+
+    public var distance: Double {
+        endDistance ?? points.last?.distance ?? 0
+    }
+
+    public var isOpen: Bool { ended == nil }
+
+    /// Time of the last thing known to have happened on the walk.
+    public var lastTime: Double? {
+        ended ?? points.last?.fix.time ?? started
+    }
+
+    public mutating func apply(_ record: JournalRecord) {
+        switch record {
+        case let .walkStart(_, time, every):
+            started = time
+            self.every = every
+        case let .point(point):
+            points.append(point)
+        case let .milestone(milestone):
+            // A milestone index is journaled once; a repeat would only come from a damaged journal.
+            if milestones.last.map({ milestone.index > $0.index }) ?? true {
+                milestones.append(milestone)
+            }
+        case let .segment(segment):
+            segments.append(segment)
+        case let .event(event):
+            events.append(event)
+        case let .walkEnd(time, distance):
+            ended = time
+            endDistance = distance
+        }
+    }
+
+    /// Parses a whole journal. Damaged lines are skipped and listed, never fatal.
+    public static func parse(id: String, contents: [UInt8]) -> WalkLog {
+        var log = WalkLog(id: id)
+        var lineNumber = 0
+        for line in contents.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+            lineNumber += 1
+            if line.isEmpty { continue }
+            if let record = JournalCodec.decode(Substring(decoding: line, as: UTF8.self)) {
+                log.apply(record)
+            } else {
+                log.damagedLines.append(lineNumber)
+            }
+        }
+        return log
+    }
+}

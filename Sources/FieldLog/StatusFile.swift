@@ -1,0 +1,88 @@
+import Foundation
+
+/// `status.json` in the state directory: what `fieldlog status` shows about the running recorder.
+/// Replaced whole (temp file + rename) so a reader never sees half of it; not synced, since it only
+/// describes the present.
+public final class StatusFile: @unchecked Sendable {
+    public enum GPSDState: String, Codable, Sendable {
+        case connecting, connected, disconnected, stopped
+    }
+
+    public struct Contents: Codable, Sendable {
+        public var pid: Int32
+        public var gpsd: GPSDState
+        public var gpsdAddress: String
+        public var walk: String?
+        public var distanceMetres: Double
+        public var milestones: Int
+        public var lastFixTime: String?
+        /// System-clock time at which the last fix arrived, for its age.
+        public var lastFixWall: Double?
+        public var updatedWall: Double
+
+        enum CodingKeys: String, CodingKey {
+            case pid, gpsd, walk, milestones
+            case gpsdAddress = "gpsd_address"
+            case distanceMetres = "distance_m"
+            case lastFixTime = "last_fix_time"
+            case lastFixWall = "last_fix_wall"
+            case updatedWall = "updated_wall"
+        }
+    }
+
+    public static let fileName = "status.json"
+    private let path: String
+    private let lock = NSLock()
+    private var contents: Contents
+    private var lastWrite = 0.0
+    private static let minimumInterval = 1.0
+
+    public init(directory: String, gpsdAddress: String) {
+        path = directory + "/" + Self.fileName
+        contents = Contents(
+            pid: getpid(), gpsd: .connecting, gpsdAddress: gpsdAddress, walk: nil, distanceMetres: 0,
+            milestones: 0, lastFixTime: nil, lastFixWall: nil, updatedWall: Date().timeIntervalSince1970)
+    }
+
+    public static func read(directory: String) -> Contents? {
+        guard let data = FileManager.default.contents(atPath: directory + "/" + fileName) else { return nil }
+        return try? JSONDecoder().decode(Contents.self, from: data)
+    }
+
+    public func noteFix(summary: WalkRecorder.Summary) {
+        lock.withLock {
+            contents.lastFixWall = Date().timeIntervalSince1970
+            apply(summary)
+            writeIfDue(force: false)
+        }
+    }
+
+    public func update(gpsd: GPSDState, summary: WalkRecorder.Summary) {
+        lock.withLock {
+            let changed = contents.gpsd != gpsd
+            contents.gpsd = gpsd
+            apply(summary)
+            writeIfDue(force: changed)
+        }
+    }
+
+    private func apply(_ summary: WalkRecorder.Summary) {
+        contents.walk = summary.walkID
+        contents.distanceMetres = (summary.distance * 10).rounded() / 10
+        contents.milestones = summary.milestones
+        contents.lastFixTime = summary.lastFixTime.map(Timestamp.format)
+    }
+
+    private func writeIfDue(force: Bool) {
+        let now = Date().timeIntervalSince1970
+        guard force || now - lastWrite >= Self.minimumInterval else { return }
+        contents.updatedWall = now
+        lastWrite = now
+        guard let data = try? JSONEncoder().encode(contents) else { return }
+        let temporary = path + ".tmp"
+        // Best effort: status is informational and must never stop the recorder.
+        if FileManager.default.createFile(atPath: temporary, contents: data) {
+            _ = rename(temporary, path)
+        }
+    }
+}

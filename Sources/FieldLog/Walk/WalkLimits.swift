@@ -1,0 +1,19 @@
+/// The rules that turn raw fixes into a walk. Defaults suit walking and cycling.
+public struct WalkLimits: Sendable, Equatable {
+    /// A milestone every this many metres along the path.
+    public var milestoneEvery: Double = 100
+    /// Fixes whose estimated horizontal error (eph) is above this many metres are dropped.
+    public var maxHorizontalError: Double = 50
+    /// Jumps that imply more than this speed (m/s) are dropped as outliers.
+    public var maxSpeed: Double = 30
+    /// Movement below this many metres (or the fix's own eph, if larger) from the last counted point is
+    /// treated as jitter: a receiver standing still adds no distance.
+    public var minStep: Double = 5
+    /// No fix for more than this many seconds of GPS time starts a new track segment.
+    public var segmentGap: Double = 30
+    /// An interrupted walk whose fixes continue within this many seconds of GPS time is resumed; after a
+    /// longer pause a new walk starts.
+    public var idleGap: Double = 30 * 60
+
+    public init() {}
+}

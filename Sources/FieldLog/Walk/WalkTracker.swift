@@ -1,0 +1,148 @@
+/// A fix the walk accepted, with its place in the walk.
+public struct TrackPoint: Sendable, Equatable {
+    public var fix: Fix
+    public var segment: Int
+    /// Distance walked from the start of the walk up to this point, metres.
+    public var distance: Double
+    /// True when this point became the reference for measuring movement (distance was counted up to it,
+    /// or counting restarted here). Recovery needs it to continue measuring exactly where it stopped.
+    public var isAnchor: Bool
+}
+
+public struct Milestone: Sendable, Equatable {
+    public var index: Int
+    public var time: Double
+    public var latitude: Double
+    public var longitude: Double
+    public var distance: Double
+}
+
+public struct SegmentBreak: Sendable, Equatable {
+    public var index: Int
+    public var time: Double
+    /// GPS seconds without an accepted fix before this segment.
+    public var gap: Double
+}
+
+/// What a fix did to the walk, in the order it must be journaled.
+public enum WalkEvent: Sendable, Equatable {
+    case segment(SegmentBreak)
+    case point(TrackPoint)
+    case milestone(Milestone)
+    case rejected(Fix, reason: String)
+}
+
+/// The walk's state machine: filters fixes, measures distance along the path and places milestones.
+/// It runs on GPS time only, so a replayed capture gives the same walk at any speed.
+public struct WalkTracker: Sendable {
+    public let limits: WalkLimits
+    public private(set) var distance: Double = 0
+    public private(set) var segment: Int = 0
+    public private(set) var milestoneCount: Int = 0
+    /// The next multiple of `milestoneEvery` the walk has to reach for a milestone.
+    private var nextMilestoneDistance: Double = 0
+    public private(set) var lastPoint: TrackPoint?
+    private var anchor: Fix?
+    private var speedRejections = 0
+    /// An outlier reference would reject every good fix after it; after this many rejections in a row
+    /// the walk restarts measuring from the newest fix.
+    private static let speedRejectionsBeforeReset = 10
+
+    public init(limits: WalkLimits) {
+        self.limits = limits
+    }
+
+    /// Rebuilds the state of an interrupted walk from its journal, so it continues without losing
+    /// distance or repeating a milestone.
+    public init(limits: WalkLimits, restoring points: [TrackPoint], milestones: [Milestone]) {
+        self.limits = limits
+        milestoneCount = milestones.count
+        if let last = milestones.last {
+            nextMilestoneDistance = nextMultiple(after: last.distance)
+        }
+        if let last = points.last {
+            lastPoint = last
+            distance = last.distance
+            segment = last.segment
+            anchor = points.last(where: \.isAnchor)?.fix ?? last.fix
+        }
+    }
+
+    public mutating func ingest(_ fix: Fix) -> [WalkEvent] {
+        guard fix.mode >= 2, fix.latitude.isFinite, fix.longitude.isFinite,
+            abs(fix.latitude) <= 90, abs(fix.longitude) <= 180
+        else {
+            return [.rejected(fix, reason: "no position")]
+        }
+        if let eph = fix.horizontalError, eph > limits.maxHorizontalError {
+            return [.rejected(fix, reason: "horizontal error \(Int(eph)) m")]
+        }
+        guard let last = lastPoint, let anchor else {
+            return start(fix)
+        }
+        let elapsed = fix.time - last.fix.time
+        guard elapsed > 0 else {
+            return [.rejected(fix, reason: "time did not advance")]
+        }
+        let threshold = max(limits.minStep, fix.horizontalError ?? 0)
+        let jump = Geodesy.distance(last.fix.latitude, last.fix.longitude, fix.latitude, fix.longitude)
+        let plausible = jump <= limits.maxSpeed * elapsed + threshold
+
+        var events: [WalkEvent] = []
+        var newSegment = false
+        var isAnchor = false
+        if elapsed > limits.segmentGap {
+            segment += 1
+            newSegment = true
+            events.append(.segment(SegmentBreak(index: segment, time: fix.time, gap: elapsed)))
+        } else if !plausible {
+            speedRejections += 1
+            guard speedRejections >= Self.speedRejectionsBeforeReset else {
+                return [.rejected(fix, reason: "jump of \(Int(jump)) m in \(elapsed) s")]
+            }
+            segment += 1
+            newSegment = true
+            events.append(.segment(SegmentBreak(index: segment, time: fix.time, gap: elapsed)))
+        }
+        speedRejections = 0
+
+        let moved = Geodesy.distance(anchor.latitude, anchor.longitude, fix.latitude, fix.longitude)
+        if newSegment && !plausible {
+            // Counting restarts here: whatever happened during the gap was not walked at a believable speed.
+            self.anchor = fix
+            isAnchor = true
+        } else if moved >= threshold {
+            distance += moved
+            self.anchor = fix
+            isAnchor = true
+        }
+        let point = TrackPoint(fix: fix, segment: segment, distance: distance, isAnchor: isAnchor)
+        lastPoint = point
+        events.append(.point(point))
+        if distance >= nextMilestoneDistance {
+            events.append(.milestone(recordMilestone(at: point)))
+        }
+        return events
+    }
+
+    private mutating func start(_ fix: Fix) -> [WalkEvent] {
+        let point = TrackPoint(fix: fix, segment: segment, distance: distance, isAnchor: true)
+        lastPoint = point
+        anchor = fix
+        return [.point(point), .milestone(recordMilestone(at: point))]
+    }
+
+    private mutating func recordMilestone(at point: TrackPoint) -> Milestone {
+        let milestone = Milestone(
+            index: milestoneCount, time: point.fix.time, latitude: point.fix.latitude,
+            longitude: point.fix.longitude, distance: point.distance)
+        milestoneCount += 1
+        nextMilestoneDistance = nextMultiple(after: point.distance)
+        return milestone
+    }
+
+    /// One milestone per crossing, even when a bridged gap jumps over several multiples at once.
+    private func nextMultiple(after distance: Double) -> Double {
+        ((distance / limits.milestoneEvery).rounded(.down) + 1) * limits.milestoneEvery
+    }
+}

@@ -1,0 +1,4 @@
+import ArgumentParser
+struct Tail: ParsableCommand {}
+struct Status: ParsableCommand {}
+struct Export: ParsableCommand {}

@@ -1,0 +1,136 @@
+import ArgumentParser
+import FieldLog
+import Foundation
+import Logging
+import ServiceLifecycle
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Record walks from gpsd until stopped.",
+        discussion: """
+            Connects to gpsd, keeps one fix per receiver epoch, and journals the walk in --state-dir. \
+            A milestone is recorded at the first good fix and every --every metres walked. If gpsd is \
+            absent or goes away, fieldlog reconnects with backoff, forever. SIGTERM or SIGINT ends the \
+            session with everything synced; a later run resumes the walk if fixes continue within \
+            --idle-gap seconds of GPS time.
+            """
+    )
+
+    @Option(help: "gpsd address as HOST:PORT.")
+    var gpsd: GPSDAddress = GPSDAddress(host: "127.0.0.1", port: "2947")
+
+    @OptionGroup var stateDirectory: StateDirectoryOption
+
+    @Option(help: "Metres walked between milestones.")
+    var every: Double = WalkLimits().milestoneEvery
+
+    @Option(help: "Seconds without a fix that start a new track segment.")
+    var gap: Double = WalkLimits().segmentGap
+
+    @Option(help: "Seconds of GPS time after which an interrupted walk is closed instead of resumed.")
+    var idleGap: Double = WalkLimits().idleGap
+
+    @Option(help: "Drop fixes whose horizontal error (eph) exceeds this many metres.")
+    var maxEph: Double = WalkLimits().maxHorizontalError
+
+    @Option(help: "Drop jumps implying more than this speed, in m/s.")
+    var maxSpeed: Double = WalkLimits().maxSpeed
+
+    @Option(help: "Movement below this many metres (or the fix's eph, if larger) is jitter, not distance.")
+    var minStep: Double = WalkLimits().minStep
+
+    @Flag(help: "Stop when gpsd closes the connection instead of reconnecting (replays, demos).")
+    var once = false
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error or critical.")
+    var logLevel: Logger.Level = .info
+
+    func validate() throws {
+        try requirePositive(every, "--every", unit: "metres")
+        try requirePositive(gap, "--gap", unit: "seconds")
+        try requirePositive(idleGap, "--idle-gap", unit: "seconds")
+        try requirePositive(maxEph, "--max-eph", unit: "metres")
+        try requirePositive(maxSpeed, "--max-speed", unit: "m/s")
+        guard minStep.isFinite && minStep >= 0 else { throw ValidationError("--min-step must be 0 or more metres") }
+    }
+
+    private func requirePositive(_ value: Double, _ name: String, unit: String) throws {
+        guard value.isFinite && value > 0 else { throw ValidationError("\(name) must be a positive number of \(unit)") }
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "fieldlog")
+        logger.logLevel = logLevel
+        var limits = WalkLimits()
+        limits.milestoneEvery = every
+        limits.segmentGap = gap
+        limits.idleGap = idleGap
+        limits.maxHorizontalError = maxEph
+        limits.maxSpeed = maxSpeed
+        limits.minStep = minStep
+
+        let store = JournalStore(directory: stateDirectory.path)
+        let recorder: WalkRecorder
+        do {
+            recorder = try WalkRecorder(store: store, limits: limits, logger: logger)
+        } catch {
+            throw CleanExit.failure("fieldlog: \(error)")
+        }
+        var readerConfiguration = GPSDReader.Configuration(host: gpsd.host, port: gpsd.port)
+        readerConfiguration.once = once
+        let service = RecorderService(
+            reader: GPSDReader(configuration: readerConfiguration, logger: logger),
+            recorder: recorder,
+            status: StatusFile(directory: store.directory, gpsdAddress: gpsd.description),
+            logger: logger)
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
+        do {
+            try await group.run()
+        } catch {
+            throw CleanExit.failure("fieldlog: \(error)")
+        }
+    }
+}
+
+struct GPSDAddress: ExpressibleByArgument, CustomStringConvertible {
+    var host: String
+    var port: String
+
+    init(host: String, port: String) {
+        self.host = host
+        self.port = port
+    }
+
+    init?(argument: String) {
+        // [v6::addr]:port, host:port
+        guard let colon = argument.lastIndex(of: ":") else { return nil }
+        var host = String(argument[..<colon])
+        let port = String(argument[argument.index(after: colon)...])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, let number = UInt16(port), number > 0 else { return nil }
+        self.host = host
+        self.port = port
+    }
+
+    var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    var defaultValueDescription: String { description }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+struct StateDirectoryOption: ParsableArguments {
+    @Option(name: .customLong("state-dir"), help: "Directory holding the walk journals.")
+    var path: String = "/var/lib/fieldlog"
+}
+
+enum CleanExit {
+    /// One clear line on stderr and exit status 1, for errors a user can cause.
+    static func failure(_ message: String) -> ExitCode {
+        FileHandle.standardError.write(Data((message + "\n").utf8))
+        return ExitCode.failure
+    }
+}

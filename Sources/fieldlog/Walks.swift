@@ -1,0 +1,43 @@
+import ArgumentParser
+import FieldLog
+
+struct Walks: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List recorded walks.",
+        discussion: "One line per walk, oldest first: id, start and end (GPS time, UTC), distance, milestones."
+    )
+
+    @OptionGroup var stateDirectory: StateDirectoryOption
+
+    func run() throws {
+        let store = JournalStore(directory: stateDirectory.path)
+        do {
+            let ids = try store.walkIDs()
+            guard !ids.isEmpty else {
+                print("no walks in \(store.directory)")
+                return
+            }
+            print("ID                  STARTED               ENDED                 DISTANCE  MILESTONES")
+            for id in ids {
+                let log = try store.read(id)
+                let started = log.started.map(Timestamp.format) ?? "-"
+                let ended = log.ended.map(Timestamp.format) ?? "(open)"
+                let distance: String = String(Int(log.distance.rounded())) + " m"
+                let columns: [String] = [
+                    id.padding(19), started.padding(21), ended.padding(21), distance.padding(9, left: true),
+                    String(log.milestones.count).padding(11, left: true),
+                ]
+                print(columns.joined(separator: " "))
+            }
+        } catch {
+            throw CleanExit.failure("fieldlog: \(error)")
+        }
+    }
+}
+
+extension String {
+    func padding(_ width: Int, left: Bool = false) -> String {
+        let fill = String(repeating: " ", count: max(0, width - count))
+        return left ? fill + self : self + fill
+    }
+}
