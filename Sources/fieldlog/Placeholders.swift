@@ -1,4 +1,3 @@
 import ArgumentParser
 struct Tail: ParsableCommand {}
 struct Status: ParsableCommand {}
-struct Export: ParsableCommand {}

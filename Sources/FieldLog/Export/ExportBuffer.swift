@@ -1,0 +1,126 @@
+/// The output of one export, built as bytes. Numbers are written by hand as plain decimals: Swift's own
+/// formatting switches to exponent notation (0.00001 is "1e-05"), which GPX's xsd:decimal rejects, and
+/// String(format:) is too slow for a day-long track.
+struct ExportBuffer {
+    private(set) var bytes: [UInt8] = []
+
+    init(capacity: Int) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    mutating func append(_ text: String) {
+        bytes.append(contentsOf: text.utf8)
+    }
+
+    mutating func append(_ value: Int) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        appendDigits(UInt64(value.magnitude), width: 1)
+    }
+
+    /// Writes `value` rounded to `digits` (at most 9) decimals, without trailing zeros or exponent:
+    /// 0.00001 → "0.00001", 12.50 → "12.5", 3.0 → "3", -0.0000000001 → "0".
+    mutating func appendDecimal(_ value: Double, digits: Int) {
+        let scale = Self.powersOfTen[digits]
+        // Values come from a JSON journal, so they are finite; a corrupted line can still hold any huge
+        // number, which would overflow Int64. No real coordinate or distance comes near the limit.
+        let limit = 1e11
+        let bounded = value > limit ? limit : value < -limit ? -limit : value
+        let scaled = Int64((bounded * Double(scale)).rounded())
+        if scaled < 0 { bytes.append(UInt8(ascii: "-")) }
+        appendDigits(scaled.magnitude / scale, width: 1)
+        var fraction = scaled.magnitude % scale
+        guard fraction != 0 else { return }
+        var width = digits
+        while fraction % 10 == 0 {
+            fraction /= 10
+            width -= 1
+        }
+        bytes.append(UInt8(ascii: "."))
+        appendDigits(fraction, width: width)
+    }
+
+    /// RFC 3339 UTC, unquoted, for XML.
+    mutating func appendTime(_ time: Double) {
+        append(Timestamp.format(time))
+    }
+
+    /// A JSON string holding the RFC 3339 time, or `null` when it is unknown.
+    mutating func appendJSONTime(_ time: Double?) {
+        guard let time else { return append("null") }
+        bytes.append(UInt8(ascii: "\""))
+        appendTime(time)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// A JSON number, or `null` when it is unknown.
+    mutating func appendJSONDecimal(_ value: Double?, digits: Int) {
+        guard let value else { return append("null") }
+        appendDecimal(value, digits: digits)
+    }
+
+    /// A JSON string literal, quotes included (RFC 8259 §7).
+    mutating func appendJSONString(_ text: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                bytes.append(UInt8(ascii: "\\"))
+                bytes.append(byte)
+            case 0..<0x20:
+                append("\\u00")
+                bytes.append(Self.hexDigits[Int(byte >> 4)])
+                bytes.append(Self.hexDigits[Int(byte & 0xF)])
+            default:
+                bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// XML character data, safe inside elements and double- or single-quoted attributes.
+    mutating func appendXMLText(_ text: String) {
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "&"): append("&amp;")
+            case UInt8(ascii: "<"): append("&lt;")
+            case UInt8(ascii: ">"): append("&gt;")
+            case UInt8(ascii: "\""): append("&quot;")
+            case UInt8(ascii: "'"): append("&apos;")
+            case UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"): bytes.append(byte)
+            // XML 1.0 has no way to write other control characters, not even as references.
+            case 0..<0x20: continue
+            default: bytes.append(byte)
+            }
+        }
+    }
+
+    /// Writes `value` in decimal, left-padded with zeros to at least `width` digits.
+    private mutating func appendDigits(_ value: UInt64, width: Int) {
+        var count = 1
+        var rest = value / 10
+        while rest > 0 {
+            count += 1
+            rest /= 10
+        }
+        count = max(count, width)
+        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: count))
+        var index = bytes.count - 1
+        rest = value
+        while rest > 0 {
+            bytes[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+            rest /= 10
+            index -= 1
+        }
+    }
+
+    private static let powersOfTen: [UInt64] = [
+        1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000,
+    ]
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+}
+
+/// Decimals written for each kind of number: 1e-7° is about a centimetre, as in the journal.
+enum ExportPrecision {
+    static let degrees = 7
+    static let metres = 2
+}

@@ -1,0 +1,70 @@
+/// GPX 1.1 (https://www.topografix.com/GPX/1/1/): milestones as waypoints, the walk as one track with a
+/// track segment per walk segment. Element order follows the schema's sequences, which are strict.
+enum GPXExport {
+    static func render(_ log: WalkLog) -> [UInt8] {
+        var out = ExportBuffer(capacity: 512 + log.points.count * 110 + log.milestones.count * 160)
+        out.append("""
+            <?xml version="1.0" encoding="UTF-8"?>
+            <gpx xmlns="http://www.topografix.com/GPX/1/1" version="1.1" creator="fieldlog" \
+            xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" \
+            xsi:schemaLocation="http://www.topografix.com/GPX/1/1 http://www.topografix.com/GPX/1/1/gpx.xsd">
+            <metadata>
+            <name>
+            """)
+        out.appendXMLText("Walk " + log.id)
+        out.append("</name>\n")
+        // The walk's start rather than the export's wall-clock time, so the same walk always exports
+        // to the same bytes.
+        if let started = log.started {
+            out.append("<time>")
+            out.appendTime(started)
+            out.append("</time>\n")
+        }
+        out.append("</metadata>\n")
+        for milestone in log.milestones {
+            appendPointStart("wpt", milestone.latitude, milestone.longitude, to: &out)
+            out.append("<time>")
+            out.appendTime(milestone.time)
+            out.append("</time><name>Milestone ")
+            out.append(milestone.index)
+            out.append("</name><desc>")
+            out.appendDecimal(milestone.distance, digits: ExportPrecision.metres)
+            out.append(" m walked</desc></wpt>\n")
+        }
+        out.append("<trk>\n<name>")
+        out.appendXMLText(log.id)
+        out.append("</name>\n")
+        var currentSegment: Int?
+        for point in log.points {
+            if point.segment != currentSegment {
+                out.append(currentSegment == nil ? "<trkseg>\n" : "</trkseg>\n<trkseg>\n")
+                currentSegment = point.segment
+            }
+            appendPointStart("trkpt", point.fix.latitude, point.fix.longitude, to: &out)
+            if let altitude = point.fix.altitude {
+                out.append("<ele>")
+                out.appendDecimal(altitude, digits: ExportPrecision.metres)
+                out.append("</ele>")
+            }
+            out.append("<time>")
+            out.appendTime(point.fix.time)
+            out.append("</time></trkpt>\n")
+        }
+        if currentSegment != nil { out.append("</trkseg>\n") }
+        out.append("</trk>\n</gpx>\n")
+        return out.bytes
+    }
+
+    private static func appendPointStart(
+        _ element: String, _ latitude: Double, _ longitude: Double, to out: inout ExportBuffer
+    ) {
+        // GPX allows longitudes in [-180, 180): 180° is written as the same meridian, -180°.
+        var longitude = Rounding.degrees(longitude)
+        if longitude >= 180 { longitude -= 360 }
+        out.append("<" + element + " lat=\"")
+        out.appendDecimal(latitude, digits: ExportPrecision.degrees)
+        out.append("\" lon=\"")
+        out.appendDecimal(longitude, digits: ExportPrecision.degrees)
+        out.append("\">")
+    }
+}

@@ -1,0 +1,60 @@
+/// journal.json: the whole walk as one JSON document, one track point or milestone per line.
+///
+/// Schema (consumers rely on these keys; add fields, never rename):
+/// `{"walk":{"id","started","ended","open","distance_m","every_m"},
+///   "track":[{"time","lat","lon","alt"?,"eph"?,"segment"}],
+///   "milestones":[{"index","time","lat","lon","distance_m","photo"}]}`
+enum JSONExport {
+    static func render(_ log: WalkLog) -> [UInt8] {
+        var out = ExportBuffer(capacity: 128 + log.points.count * 110 + log.milestones.count * 120)
+        out.append("{\"walk\":{\"id\":")
+        out.appendJSONString(log.id)
+        out.append(",\"started\":")
+        out.appendJSONTime(log.started)
+        // An open walk has no walk_end yet: its end so far is the last thing it recorded.
+        out.append(",\"ended\":")
+        out.appendJSONTime(log.lastTime)
+        out.append(log.isOpen ? ",\"open\":true" : ",\"open\":false")
+        out.append(",\"distance_m\":")
+        out.appendDecimal(log.distance, digits: ExportPrecision.metres)
+        out.append(",\"every_m\":")
+        out.appendJSONDecimal(log.every, digits: ExportPrecision.metres)
+        out.append("},\n\"track\":[")
+        for (number, point) in log.points.enumerated() {
+            out.append(number == 0 ? "\n{\"time\":" : ",\n{\"time\":")
+            out.appendJSONTime(point.fix.time)
+            out.append(",\"lat\":")
+            out.appendDecimal(point.fix.latitude, digits: ExportPrecision.degrees)
+            out.append(",\"lon\":")
+            out.appendDecimal(point.fix.longitude, digits: ExportPrecision.degrees)
+            if let altitude = point.fix.altitude {
+                out.append(",\"alt\":")
+                out.appendDecimal(altitude, digits: ExportPrecision.metres)
+            }
+            if let error = point.fix.horizontalError {
+                out.append(",\"eph\":")
+                out.appendDecimal(error, digits: ExportPrecision.metres)
+            }
+            out.append(",\"segment\":")
+            out.append(point.segment)
+            out.append("}")
+        }
+        out.append("\n],\n\"milestones\":[")
+        for (number, milestone) in log.milestones.enumerated() {
+            out.append(number == 0 ? "\n{\"index\":" : ",\n{\"index\":")
+            out.append(milestone.index)
+            out.append(",\"time\":")
+            out.appendJSONTime(milestone.time)
+            out.append(",\"lat\":")
+            out.appendDecimal(milestone.latitude, digits: ExportPrecision.degrees)
+            out.append(",\"lon\":")
+            out.appendDecimal(milestone.longitude, digits: ExportPrecision.degrees)
+            out.append(",\"distance_m\":")
+            out.appendDecimal(milestone.distance, digits: ExportPrecision.metres)
+            // Photos are not recorded yet; the key is there so readers need not change when they are.
+            out.append(",\"photo\":null}")
+        }
+        out.append("\n]}\n")
+        return out.bytes
+    }
+}

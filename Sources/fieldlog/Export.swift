@@ -1,0 +1,122 @@
+import ArgumentParser
+import FieldLog
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+struct Export: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write a recorded walk as JSON, GPX or GeoJSON.",
+        discussion: """
+            Reads one walk's journal from --state-dir (the latest walk unless --walk names one) and \
+            writes it to OUTPUT in the format OUTPUT's extension names:
+
+              .json     journal.json: the walk, its track points and its milestones
+              .gpx      GPX 1.1: milestones as waypoints, a track segment per segment
+              .geojson  GeoJSON (RFC 7946): the track as lines, milestones as points
+
+            --format overrides the extension. An OUTPUT of - writes to standard output and needs \
+            --format. A file is written whole or not at all: the export goes to a temporary file \
+            beside OUTPUT, which is then renamed over it.
+
+            A walk still being recorded can be exported; it ends, so far, at its last fix. Damaged \
+            journal lines are skipped and listed on standard error.
+            """
+    )
+
+    @OptionGroup var stateDirectory: StateDirectoryOption
+
+    @Option(help: "The walk to export: an id from `fieldlog walks`, or latest.")
+    var walk: String = "latest"
+
+    @Option(help: "Output format, instead of the one OUTPUT's extension names.")
+    var format: ExportFormat?
+
+    @Argument(help: "File to write, or - for standard output.")
+    var output: String
+
+    func run() throws {
+        let format = try outputFormat()
+        let store = JournalStore(directory: stateDirectory.path)
+        let log: WalkLog
+        do {
+            log = try store.read(store.resolve(walk))
+        } catch {
+            throw CleanExit.failure("fieldlog: \(error)")
+        }
+        if !log.damagedLines.isEmpty {
+            let count = log.damagedLines.count
+            let lines = log.damagedLines.map(String.init).joined(separator: ", ")
+            let noun = count == 1 ? "line" : "lines"
+            let message = "fieldlog: skipped \(count) damaged \(noun) in walk \(log.id): \(lines)\n"
+            FileHandle.standardError.write(Data(message.utf8))
+        }
+        let bytes = WalkExport.render(log, as: format)
+        if output == "-" {
+            if let error = writeAll(bytes, to: STDOUT_FILENO) {
+                throw CleanExit.failure("fieldlog: cannot write to standard output: \(describe(error))")
+            }
+        } else {
+            try writeAtomically(bytes, to: output)
+        }
+    }
+
+    private func outputFormat() throws -> ExportFormat {
+        if let format { return format }
+        guard output != "-" else {
+            throw CleanExit.failure("fieldlog: writing to standard output (-) needs --format json, gpx or geojson")
+        }
+        guard let format = ExportFormat(pathExtension: (output as NSString).pathExtension) else {
+            throw CleanExit.failure(
+                "fieldlog: cannot tell the format of \(output) from its extension: "
+                    + "name it .json, .gpx or .geojson, or pass --format")
+        }
+        return format
+    }
+
+    /// Writes to a temporary file in OUTPUT's directory, syncs it and renames it over OUTPUT, so OUTPUT
+    /// is always either the old file or the whole new one, never half of an export.
+    private func writeAtomically(_ bytes: [UInt8], to path: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        let name = (path as NSString).lastPathComponent
+        let temporary = (directory.isEmpty ? "" : directory + "/") + ".\(name).\(getpid()).tmp"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+        guard descriptor >= 0 else {
+            throw CleanExit.failure("fieldlog: cannot write \(path): \(describe(errno))")
+        }
+        var error = writeAll(bytes, to: descriptor)
+        if error == nil && fsync(descriptor) != 0 { error = errno }
+        close(descriptor)
+        if error == nil && rename(temporary, path) != 0 { error = errno }
+        if let error {
+            unlink(temporary)
+            throw CleanExit.failure("fieldlog: cannot write \(path): \(describe(error))")
+        }
+    }
+
+    /// Writes all of `bytes`; the errno of the failure, if any.
+    private func writeAll(_ bytes: [UInt8], to descriptor: Int32) -> Int32? {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { buffer in
+                write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+            }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            offset += written
+        }
+        return nil
+    }
+
+    private func describe(_ error: Int32) -> String {
+        String(cString: strerror(error))
+    }
+}
+
+extension ExportFormat: ExpressibleByArgument {}

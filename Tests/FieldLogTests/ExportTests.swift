@@ -1,0 +1,273 @@
+import Foundation
+import Testing
+
+@testable import FieldLog
+
+// Walks built in code, through the same records a journal holds.
+
+private let start = Timestamp.parse("2026-11-18T09:46:40Z")!
+
+private func point(
+    _ seconds: Double, _ latitude: Double, _ longitude: Double, segment: Int = 0, distance: Double = 0,
+    altitude: Double? = nil, error: Double? = nil
+) -> JournalRecord {
+    let fix = Fix(
+        time: start + seconds, latitude: latitude, longitude: longitude, altitude: altitude,
+        horizontalError: error)
+    return .point(TrackPoint(fix: fix, segment: segment, distance: distance, isAnchor: true))
+}
+
+private func milestone(_ index: Int, _ seconds: Double, _ latitude: Double, _ longitude: Double, distance: Double)
+    -> JournalRecord
+{
+    .milestone(
+        Milestone(index: index, time: start + seconds, latitude: latitude, longitude: longitude, distance: distance))
+}
+
+private func walk(_ records: [JournalRecord], id: String = "20261118T094640Z", every: Double = 1000) -> WalkLog {
+    var log = WalkLog(id: id)
+    log.apply(.walkStart(id: id, time: start, every: every))
+    records.forEach { log.apply($0) }
+    return log
+}
+
+/// Two segments, altitude on some fixes, a milestone at the start and one at 1000 m, closed.
+private let closedWalk = walk([
+    point(0, 47.3769, 8.5417, distance: 0, altitude: 408.5, error: 3.2),
+    milestone(0, 0, 47.3769, 8.5417, distance: 0),
+    point(1, 47.3779, 8.5417, distance: 111.19, altitude: 409),
+    .segment(SegmentBreak(index: 1, time: start + 100, gap: 99)),
+    point(100, 47.3869, 8.5417, segment: 1, distance: 1000.25),
+    milestone(1, 100, 47.3869, 8.5417, distance: 1000.25),
+    point(101, 47.3879, 8.5417, segment: 1, distance: 1111.44),
+    .walkEnd(time: start + 102.5, distance: 1111.44),
+])
+
+private func text(_ log: WalkLog, _ format: ExportFormat) -> String {
+    String(decoding: WalkExport.render(log, as: format), as: UTF8.self)
+}
+
+private func object(_ log: WalkLog, _ format: ExportFormat) throws -> [String: Any] {
+    let data = Data(WalkExport.render(log, as: format))
+    return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+}
+
+private func decimal(_ value: Double, digits: Int) -> String {
+    var buffer = ExportBuffer(capacity: 16)
+    buffer.appendDecimal(value, digits: digits)
+    return String(decoding: buffer.bytes, as: UTF8.self)
+}
+
+// MARK: - Shared
+
+@Test func formatComesFromPathExtension() {
+    #expect(ExportFormat(pathExtension: "json") == .json)
+    #expect(ExportFormat(pathExtension: "GPX") == .gpx)
+    #expect(ExportFormat(pathExtension: "geojson") == .geojson)
+    #expect(ExportFormat(pathExtension: "kml") == nil)
+    #expect(ExportFormat(pathExtension: "") == nil)
+}
+
+@Test(arguments: [
+    (0.00001, 7, "0.00001"), (-0.00001, 7, "-0.00001"), (0.0000001, 7, "0.0000001"),
+    (12.5, 2, "12.5"), (3.0, 2, "3"), (0.1 + 0.2, 2, "0.3"), (-0.00000001, 7, "0"), (-0.0, 2, "0"),
+    (179.9999999, 7, "179.9999999"), (-180.0, 7, "-180"), (1.005, 1, "1"), (86_400_000.75, 2, "86400000.75"),
+    (1e300, 2, "100000000000"),
+])
+func decimalsArePlainWithoutExponent(value: Double, digits: Int, expected: String) {
+    #expect(decimal(value, digits: digits) == expected)
+}
+
+// MARK: - journal.json
+
+@Test func jsonHasTheSchemaKeysAndValues() throws {
+    let json = try object(closedWalk, .json)
+    let walk = try #require(json["walk"] as? [String: Any])
+    #expect(walk["id"] as? String == "20261118T094640Z")
+    #expect(walk["started"] as? String == "2026-11-18T09:46:40Z")
+    #expect(walk["ended"] as? String == "2026-11-18T09:48:22.5Z")
+    #expect(walk["open"] as? Bool == false)
+    #expect(walk["distance_m"] as? Double == 1111.44)
+    #expect(walk["every_m"] as? Double == 1000)
+
+    let track = try #require(json["track"] as? [[String: Any]])
+    #expect(track.count == 4)
+    #expect(Set(track[0].keys) == ["time", "lat", "lon", "alt", "eph", "segment"])
+    #expect(track[0]["time"] as? String == "2026-11-18T09:46:40Z")
+    #expect(track[0]["lat"] as? Double == 47.3769)
+    #expect(track[0]["lon"] as? Double == 8.5417)
+    #expect(track[0]["alt"] as? Double == 408.5)
+    #expect(track[0]["eph"] as? Double == 3.2)
+    #expect(track[0]["segment"] as? Int == 0)
+    #expect(Set(track[2].keys) == ["time", "lat", "lon", "segment"])
+    #expect(track[2]["segment"] as? Int == 1)
+
+    let milestones = try #require(json["milestones"] as? [[String: Any]])
+    #expect(milestones.count == 2)
+    #expect(Set(milestones[1].keys) == ["index", "time", "lat", "lon", "distance_m", "photo"])
+    #expect(milestones[1]["index"] as? Int == 1)
+    #expect(milestones[1]["time"] as? String == "2026-11-18T09:48:20Z")
+    #expect(milestones[1]["lat"] as? Double == 47.3869)
+    #expect(milestones[1]["distance_m"] as? Double == 1000.25)
+    #expect(milestones[1]["photo"] is NSNull)
+}
+
+@Test func jsonOpenWalkEndsAtItsLastFix() throws {
+    let log = walk([point(0, 1, 2), point(5, 1.0001, 2, distance: 11.1)])
+    let walk = try #require(try object(log, .json)["walk"] as? [String: Any])
+    #expect(walk["open"] as? Bool == true)
+    #expect(walk["ended"] as? String == "2026-11-18T09:46:45Z")
+    #expect(walk["distance_m"] as? Double == 11.1)
+}
+
+@Test func jsonEscapesStrings() throws {
+    let id = "a\"b\\c\n\u{1}é"
+    let walk = try #require(try object(walk([], id: id), .json)["walk"] as? [String: Any])
+    #expect(walk["id"] as? String == id)
+}
+
+@Test func jsonWritesSmallNumbersPlain() {
+    let json = text(walk([point(0, -0.00001, 0.00001)]), .json)
+    #expect(json.contains("\"lat\":-0.00001,\"lon\":0.00001,"))
+    #expect(!json.contains("e-"))
+}
+
+// MARK: - GPX
+
+private let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .appendingPathComponent("Fixtures")
+
+/// xmllint's verdict on `gpx` against the official schema: nil when valid, else its complaint.
+private func schemaErrors(_ gpx: [UInt8]) throws -> String? {
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("fieldlog-\(UUID().uuidString).gpx")
+    try Data(gpx).write(to: file)
+    defer { try? FileManager.default.removeItem(at: file) }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = [
+        "xmllint", "--noout", "--nonet", "--schema", fixtures.appendingPathComponent("gpx-1.1.xsd").path, file.path,
+    ]
+    let errors = Pipe()
+    process.standardError = errors
+    try process.run()
+    let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return process.terminationStatus == 0 ? nil : message
+}
+
+@Test func gpxValidatesAgainstTheOfficialSchema() throws {
+    #expect(try schemaErrors(WalkExport.render(closedWalk, as: .gpx)) == nil)
+    // Text to escape, a longitude of exactly 180° (GPX wants [-180, 180)), tiny numbers, no milestones.
+    let awkward = walk(
+        [point(0, 0.00001, 180, altitude: -0.5), point(1, -0.00001, -179.9999999, distance: 1)], id: "<a&b>'\"")
+    #expect(try schemaErrors(WalkExport.render(awkward, as: .gpx)) == nil)
+    #expect(try schemaErrors(WalkExport.render(walk([]), as: .gpx)) == nil)
+}
+
+@Test func gpxWritesSmallNumbersPlain() {
+    let gpx = text(walk([point(0, 51.5, 0.00001, altitude: 0.04)]), .gpx)
+    #expect(gpx.contains("<trkpt lat=\"51.5\" lon=\"0.00001\"><ele>0.04</ele>"))
+}
+
+@Test func gpxHasOneTrksegPerSegmentAndMilestonesAsWaypoints() {
+    let gpx = text(closedWalk, .gpx)
+    #expect(gpx.components(separatedBy: "<trkseg>").count - 1 == 2)
+    #expect(gpx.components(separatedBy: "<trk>").count - 1 == 1)
+    #expect(gpx.components(separatedBy: "<trkpt ").count - 1 == 4)
+    #expect(gpx.contains("<name>Milestone 1</name><desc>1000.25 m walked</desc></wpt>"))
+    #expect(gpx.contains("<time>2026-11-18T09:46:40Z</time>\n</metadata>"))
+    // Waypoints come before the track, as the schema requires.
+    #expect(gpx.range(of: "<wpt ")!.lowerBound < gpx.range(of: "<trk>")!.lowerBound)
+}
+
+// MARK: - GeoJSON
+
+private func trackGeometry(_ log: WalkLog) throws -> [String: Any] {
+    let features = try #require(try object(log, .geojson)["features"] as? [[String: Any]])
+    return try #require(features.first?["geometry"] as? [String: Any])
+}
+
+@Test func geoJSONIsAFeatureCollectionWithLonLatPositions() throws {
+    let collection = try object(closedWalk, .geojson)
+    #expect(collection["type"] as? String == "FeatureCollection")
+    let features = try #require(collection["features"] as? [[String: Any]])
+    #expect(features.count == 3)
+
+    let properties = try #require(features[0]["properties"] as? [String: Any])
+    #expect(properties["id"] as? String == "20261118T094640Z")
+    #expect(properties["distance_m"] as? Double == 1111.44)
+    #expect(properties["every_m"] as? Double == 1000)
+    #expect(properties["started"] as? String == "2026-11-18T09:46:40Z")
+    #expect(properties["ended"] as? String == "2026-11-18T09:48:22.5Z")
+    let track = try #require(features[0]["geometry"] as? [String: Any])
+    #expect(track["type"] as? String == "MultiLineString")
+    let parts = try #require(track["coordinates"] as? [[[Double]]])
+    #expect(parts == [[[8.5417, 47.3769], [8.5417, 47.3779]], [[8.5417, 47.3869], [8.5417, 47.3879]]])
+
+    let milestone = try #require(features[2]["geometry"] as? [String: Any])
+    #expect(milestone["type"] as? String == "Point")
+    #expect(milestone["coordinates"] as? [Double] == [8.5417, 47.3869])
+    let milestoneProperties = try #require(features[2]["properties"] as? [String: Any])
+    #expect(milestoneProperties["index"] as? Int == 1)
+    #expect(milestoneProperties["time"] as? String == "2026-11-18T09:48:20Z")
+    #expect(milestoneProperties["distance_m"] as? Double == 1000.25)
+    #expect(milestoneProperties["photo"] is NSNull)
+}
+
+@Test func geoJSONOneSegmentIsALineString() throws {
+    let geometry = try trackGeometry(walk([point(0, 10, 20), point(1, 10.5, 20.5, distance: 70_000)]))
+    #expect(geometry["type"] as? String == "LineString")
+    #expect(geometry["coordinates"] as? [[Double]] == [[20, 10], [20.5, 10.5]])
+}
+
+@Test func geoJSONSplitsAtTheAntimeridian() throws {
+    let eastward = walk([
+        point(0, 65.9, 179.999), point(1, 66, 179.9995, distance: 22), point(2, 66.001, -179.9995, distance: 66),
+        point(3, 66.002, -179.999, distance: 88),
+    ])
+    let geometry = try trackGeometry(eastward)
+    #expect(geometry["type"] as? String == "MultiLineString")
+    let parts = try #require(geometry["coordinates"] as? [[[Double]]])
+    #expect(parts.count == 2)
+    #expect(parts[0].first == [179.999, 65.9])
+    #expect(parts[0].last == [180, 66.0005])
+    #expect(parts[1].first == [-180, 66.0005])
+    #expect(parts[1].last == [-179.999, 66.002])
+    #expect(parts.joined().allSatisfy { (-180...180).contains($0[0]) && (-90...90).contains($0[1]) })
+
+    let westward = try trackGeometry(walk([point(0, -17, -179.9999), point(1, -17.0003, 179.9997, distance: 44)]))
+    let westParts = try #require(westward["coordinates"] as? [[[Double]]])
+    #expect(westParts == [[[-179.9999, -17], [-180, -17.000075]], [[180, -17.000075], [179.9997, -17.0003]]])
+}
+
+@Test func geoJSONDropsSinglePointLines() throws {
+    // Segment 1 is a single fix: no LineString can hold it, so the track is segment 0 alone.
+    let log = walk([
+        point(0, 1, 1), point(1, 1, 1.0001, distance: 11), point(200, 1, 1.01, segment: 1, distance: 1100),
+    ])
+    let geometry = try trackGeometry(log)
+    #expect(geometry["type"] as? String == "LineString")
+    #expect(geometry["coordinates"] as? [[Double]] == [[1, 1], [1.0001, 1]])
+    // A walk with no line at all is a feature without a location.
+    let features = try #require(try object(walk([point(0, 1, 1)]), .geojson)["features"] as? [[String: Any]])
+    #expect(features[0]["geometry"] is NSNull)
+}
+
+// MARK: - Speed
+
+@Test func aDayLongWalkExportsQuickly() {
+    let records = (0..<86_400).map { (second: Int) -> JournalRecord in
+        let step = Double(second)
+        return point(
+            step + 0.2, 47 + step * 1e-5, 8 + step * 1e-5, segment: second / 3600, distance: step * 1.4,
+            altitude: 400.25, error: 4.5)
+    }
+    let log = walk(records)
+    for format in ExportFormat.allCases {
+        let clock = ContinuousClock()
+        let elapsed = clock.measure { _ = WalkExport.render(log, as: format) }
+        // Release builds take under 0.1 s; the bound is generous for debug test builds on a busy machine
+        // and still catches anything quadratic.
+        #expect(elapsed < .seconds(2), "\(format) took \(elapsed)")
+    }
+}
