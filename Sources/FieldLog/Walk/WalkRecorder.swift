@@ -131,6 +131,10 @@ public actor WalkRecorder {
     }
 
     private func process(_ fix: Fix) throws(JournalError) {
+        if let flaw = WalkTracker.flaw(of: fix, limits: limits) {
+            logger.debug("fix dropped: \(flaw)")
+            return
+        }
         if walk == nil {
             try open(for: fix)
         } else if let last = walk?.tracker.lastPoint?.fix.time, fix.time - last > limits.idleGap {

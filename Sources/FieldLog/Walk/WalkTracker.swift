@@ -68,14 +68,22 @@ public struct WalkTracker: Sendable {
         }
     }
 
-    public mutating func ingest(_ fix: Fix) -> [WalkEvent] {
+    /// Why `fix` is unusable on its own, whatever came before it; nil if it is usable.
+    public static func flaw(of fix: Fix, limits: WalkLimits) -> String? {
         guard fix.mode >= 2, fix.latitude.isFinite, fix.longitude.isFinite,
             abs(fix.latitude) <= 90, abs(fix.longitude) <= 180
         else {
-            return [.rejected(fix, reason: "no position")]
+            return "no position"
         }
         if let eph = fix.horizontalError, eph > limits.maxHorizontalError {
-            return [.rejected(fix, reason: "horizontal error \(Int(eph)) m")]
+            return "horizontal error \(Int(eph)) m"
+        }
+        return nil
+    }
+
+    public mutating func ingest(_ fix: Fix) -> [WalkEvent] {
+        if let flaw = Self.flaw(of: fix, limits: limits) {
+            return [.rejected(fix, reason: flaw)]
         }
         guard let last = lastPoint, let anchor else {
             return start(fix)

@@ -1,0 +1,40 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reads a growing journal from where it last stopped, handing out complete lines only: the writer may
+/// be in the middle of appending one.
+public final class JournalFollower {
+    public let path: String
+    private var offset: off_t
+    private var partial: [UInt8] = []
+
+    public init(path: String, from offset: off_t = 0) {
+        self.path = path
+        self.offset = offset
+    }
+
+    /// The complete lines appended since the last call.
+    public func newLines() -> [Substring] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var bytes = partial
+        while true {
+            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, offset) }
+            guard count > 0 else { break }
+            bytes += buffer[0..<count]
+            offset += off_t(count)
+        }
+        guard let lastNewline = bytes.lastIndex(of: UInt8(ascii: "\n")) else {
+            partial = bytes
+            return []
+        }
+        partial = Array(bytes[(lastNewline + 1)...])
+        return bytes[..<lastNewline].split(separator: UInt8(ascii: "\n"))
+            .map { Substring(decoding: $0, as: UTF8.self) }
+    }
+}

@@ -1,3 +1,0 @@
-import ArgumentParser
-struct Tail: ParsableCommand {}
-struct Status: ParsableCommand {}

@@ -1,0 +1,47 @@
+import ArgumentParser
+import FieldLog
+import Foundation
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show what the recorder is doing.",
+        discussion: """
+            The current walk, its distance and milestones, how long ago the last fix arrived, and \
+            whether the recorder is running and connected to gpsd.
+            """
+    )
+
+    @OptionGroup var stateDirectory: StateDirectoryOption
+
+    func run() throws {
+        let store = JournalStore(directory: stateDirectory.path)
+        let log: WalkLog?
+        do {
+            log = try store.walkIDs().last.map { try store.read($0) }
+        } catch {
+            throw CleanExit.failure("fieldlog: \(error)")
+        }
+        let status = StatusFile.read(directory: store.directory)
+        let now = Date().timeIntervalSince1970
+        if let log {
+            let state = log.isOpen ? "open" : "ended"
+            print("walk       \(log.id) (\(state))")
+            print("distance   \(Int(log.distance.rounded())) m, \(log.milestones.count) milestones")
+            if let last = log.points.last {
+                var line = "last fix   \(Timestamp.format(last.fix.time))"
+                if let wall = status?.lastFixWall, status?.walk == log.id {
+                    line += ", \(Int((now - wall).rounded())) s ago"
+                }
+                print(line)
+            }
+        } else {
+            print("walk       none recorded in \(store.directory)")
+        }
+        guard let status, kill(status.pid, 0) == 0 || errno == EPERM, status.gpsd != .stopped else {
+            print("recorder   not running")
+            return
+        }
+        print("recorder   running (pid \(status.pid))")
+        print("gpsd       \(status.gpsd.rawValue) at \(status.gpsdAddress)")
+    }
+}

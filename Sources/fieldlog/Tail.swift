@@ -1,0 +1,77 @@
+import ArgumentParser
+import FieldLog
+import Foundation
+
+struct Tail: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show the latest walk as it is recorded.",
+        discussion: """
+            Prints the last N journal records of the newest walk as readable lines: the local time of \
+            each fix, its position, accuracy and the distance walked so far, milestones, track segments, \
+            gpsd coming and going, errors. With -f it keeps printing as the walk grows and moves on to a \
+            new walk when one starts. Meant for `ssh pi fieldlog tail -f`; ends quietly when its output \
+            is closed.
+            """
+    )
+
+    @OptionGroup var stateDirectory: StateDirectoryOption
+
+    @Option(name: [.customShort("n"), .customLong("lines")], help: "Number of records to show first.")
+    var lines: Int = 10
+
+    @Flag(name: .short, help: "Follow the journal as it grows, onto new walks too.")
+    var follow = false
+
+    func validate() throws {
+        guard lines >= 0 else { throw ValidationError("-n must be 0 or more") }
+    }
+
+    func run() throws {
+        // A reader that went away (`| head`, a dropped SSH session) ends tail quietly, not by SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
+        let store = JournalStore(directory: stateDirectory.path)
+        let formatter = TailFormatter()
+        func lines(from follower: JournalFollower) -> [String] {
+            follower.newLines().compactMap(JournalCodec.decode).map(formatter.line(for:))
+        }
+        var walk: String?
+        do {
+            walk = try store.walkIDs().last
+        } catch {
+            throw CleanExit.failure("fieldlog: \(error)")
+        }
+        var follower = walk.map { JournalFollower(path: store.path(for: $0)) }
+        if let follower {
+            try emit(lines(from: follower).suffix(self.lines))
+        } else if !follow {
+            print("no walks in \(store.directory) yet")
+            return
+        }
+        guard follow else { return }
+        // Poll twice a second; move on to a newer walk once the current one has been shown to its end.
+        while true {
+            Thread.sleep(forTimeInterval: 0.5)
+            if let follower {
+                try emit(lines(from: follower))
+            }
+            if let newest = (try? store.walkIDs())?.last, newest != walk {
+                walk = newest
+                let next = JournalFollower(path: store.path(for: newest))
+                follower = next
+                try emit(lines(from: next))
+            }
+        }
+    }
+
+    private func emit(_ lines: some Collection<String>) throws {
+        guard !lines.isEmpty else { return }
+        let text = lines.joined(separator: "\n") + "\n"
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress!, $0.count) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { throw ExitCode.success }
+            bytes = bytes.dropFirst(written)
+        }
+    }
+}

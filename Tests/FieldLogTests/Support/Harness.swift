@@ -1,0 +1,170 @@
+import FieldLog
+import Foundation
+
+/// Paths of the things integration tests run: the built `fieldlog` and the committed fixtures.
+enum Harness {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures").path
+
+    static func capture(_ name: String) -> String {
+        fixtures + "/captures/" + name + ".log"
+    }
+
+    /// The `fieldlog` executable `swift build` put beside the test bundle.
+    static let fieldlog: String = {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        while directory.path != "/" {
+            directory.deleteLastPathComponent()
+            let candidate = directory.appendingPathComponent("fieldlog").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        fatalError("fieldlog executable not found next to \(CommandLine.arguments[0]); run `swift build` first")
+    }()
+
+    static let gpsfakeAvailable = FileManager.default.isExecutableFile(atPath: "/usr/bin/gpsfake")
+        && FileManager.default.isExecutableFile(atPath: "/usr/sbin/gpsd")
+
+    static func temporaryDirectory() -> String {
+        let path = NSTemporaryDirectory() + "fieldlog-test-" + UUID().uuidString
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// A TCP port that was free a moment ago.
+    static func freePort() -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                _ = bind(fd, $0, length)
+                _ = getsockname(fd, $0, &length)
+            }
+        }
+        return UInt16(bigEndian: address.sin_port)
+    }
+}
+
+/// A finished process's exit status and output.
+struct Outcome {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// A child process in its own process group, output drained to files (a full pipe would stall it).
+/// Spawned with posix_spawn and a clean signal mask: Foundation's Process passes on the test runner's
+/// blocked signals, with which gpsfake never notices its replay has ended.
+final class Child {
+    let pid: pid_t
+    private let outPath: String
+    private let errPath: String
+    private var exitStatus: Int32?
+
+    init(_ executable: String, _ arguments: [String], in directory: String) throws {
+        let id = UUID().uuidString.prefix(8)
+        outPath = directory + "/child-\(id).out"
+        errPath = directory + "/child-\(id).err"
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        guard result == 0 else {
+            throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EINVAL)
+        }
+        self.pid = pid
+    }
+
+    var isRunning: Bool {
+        if exitStatus != nil { return false }
+        var status: Int32 = 0
+        guard waitpid(pid, &status, WNOHANG) == pid else { return true }
+        exitStatus = Self.decode(status)
+        return false
+    }
+
+    func signal(_ number: Int32) {
+        kill(pid, number)
+    }
+
+    /// Waits for exit, killing the whole process group if it outlives `timeout` seconds.
+    @discardableResult
+    func wait(timeout: Double) -> Outcome {
+        let deadline = Date().addingTimeInterval(timeout)
+        while isRunning && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        if exitStatus == nil {
+            kill(-pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+            exitStatus = Self.decode(status)
+        }
+        return Outcome(
+            status: exitStatus!,
+            stdout: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "")
+    }
+
+    /// Exit code, or 128 + signal number as a shell reports it.
+    private static func decode(_ status: Int32) -> Int32 {
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+    }
+}
+
+/// A private gpsd replaying a capture once through gpsfake's pipe mode, on its own port.
+final class GPSFake {
+    let port: UInt16
+    private let child: Child
+
+    /// `delay` is gpsfake's pause per sentence.
+    init(capture: String, port: UInt16 = Harness.freePort(), delay: Double = 0.002, in directory: String) throws {
+        self.port = port
+        child = try Child(
+            "/usr/bin/gpsfake", ["-1", "-p", "-q", "-c", String(delay), "-P", String(port), capture],
+            in: directory)
+    }
+
+    var address: String { "127.0.0.1:\(port)" }
+
+    /// Waits for the replay to end (gpsfake exits by itself after one pass).
+    func wait(timeout: Double = 300) {
+        let outcome = child.wait(timeout: timeout)
+        precondition(outcome.status == 0, "gpsfake failed (\(outcome.status)): \(outcome.stderr)")
+    }
+
+    deinit {
+        if child.isRunning {
+            kill(-child.pid, SIGTERM)
+            child.wait(timeout: 5)
+        }
+    }
+}
+
+/// Runs `fieldlog` to completion.
+func fieldlog(_ arguments: [String], in directory: String, timeout: Double = 300) throws -> Outcome {
+    try Child(Harness.fieldlog, arguments, in: directory).wait(timeout: timeout)
+}
