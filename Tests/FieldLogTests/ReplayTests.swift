@@ -110,3 +110,112 @@ struct ReplayTests {
         #expect(afterStop <= walk.distanceAfterStretch[0] + 10, "\(afterStop) m after walking \(walk.distanceAfterStretch[0]) m")
     }
 }
+
+/// The recorder as a long-running daemon: gpsd coming and going, signals, and a crash.
+@Suite(.serialized, .enabled(if: Harness.gpsfakeAvailable, "needs gpsd and gpsfake (apt: gpsd gpsd-clients)"))
+struct DaemonTests {
+    let directory = Harness.temporaryDirectory()
+    var state: String { directory + "/state" }
+
+    func walks() throws -> [WalkLog] {
+        let store = JournalStore(directory: state)
+        return try store.walkIDs().map { try store.read($0) }
+    }
+
+    /// Writes the stretches as a capture file, continuing `walk`'s clock and position.
+    func capture(_ walk: inout SyntheticWalk, _ name: String, _ stretches: [SyntheticWalk.Stretch]) throws -> String {
+        walk.clear()
+        walk.add(stretches)
+        let path = directory + "/" + name + ".nmea"
+        try walk.write(to: path)
+        return path
+    }
+
+    /// Polls until `condition` holds on the journal, for at most `timeout` seconds.
+    func waitFor(timeout: Double = 120, _ condition: ([WalkLog]) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let logs = try? walks(), condition(logs) { return true }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        return false
+    }
+
+    @Test func survivesGPSDAbsentAndRestartingThenStopsCleanlyOnSIGTERM() throws {
+        let port = Harness.freePort()
+        // fieldlog starts first: gpsd is not there yet.
+        let recorder = try Child(
+            Harness.fieldlog, ["run", "--gpsd", "127.0.0.1:\(port)", "--state-dir", state], in: directory)
+        Thread.sleep(forTimeInterval: 1.5)
+        // A straight walk at constant speed, so the true distance between any two fixes is known.
+        var walk = SyntheticWalk()
+        let first = try capture(&walk, "first", [.walk(seconds: 300, speed: 1.4)])
+        try GPSFake(capture: first, port: port, delay: 0.01, in: directory).wait()
+        // gpsd is gone; a minute of walking later (GPS time) it is back.
+        let second = try capture(&walk, "second", [.noFix(seconds: 60, speed: 1.4), .walk(seconds: 300, speed: 1.4)])
+        try GPSFake(capture: second, port: port, delay: 0.01, in: directory).wait()
+        #expect(waitFor { $0.first?.points.last?.fix.time == walk.time })
+        recorder.signal(SIGTERM)
+        let outcome = recorder.wait(timeout: 15)
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        let logs = try walks()
+        #expect(logs.count == 1)
+        let log = try #require(logs.first)
+        #expect(log.isOpen, "a stopped session leaves the walk open for the next one")
+        #expect(log.segments.count == 1)
+        let firstFix = try #require(log.points.first).fix.time
+        let walked = (walk.time - firstFix) * 1.4
+        #expect(walked > 600, "fieldlog missed most of the first replay")
+        #expect(abs(log.distance - walked) / walked < 0.02, "\(log.distance) of \(walked)")
+        let kinds = log.events.map(\.kind)
+        #expect(kinds.filter { $0 == .gpsdConnected }.count == 2)
+        #expect(kinds.contains(.gpsdLost))
+        #expect(kinds.last == .sessionEnd)
+        #expect(outcome.stderr.contains("unavailable"))
+    }
+
+    @Test func killDuringReplayLosesNothingSyncedAndCountsNothingTwice() throws {
+        var walk = SyntheticWalk()
+        let first = try capture(&walk, "first", [.walk(seconds: 800, speed: 1.4, turn: 0.02)])
+        let gpsd = try GPSFake(capture: first, delay: 0.002, in: directory)
+        let recorder = try Child(
+            Harness.fieldlog, ["run", "--gpsd", gpsd.address, "--state-dir", state], in: directory)
+        #expect(waitFor { ($0.first?.milestones.count ?? 0) >= 5 })
+        recorder.signal(SIGKILL)
+        recorder.wait(timeout: 5)
+        gpsd.wait()
+        let store = JournalStore(directory: state)
+        let path = store.path(for: try #require(try store.walkIDs().first))
+        let beforeRestart = try #require(FileManager.default.contents(atPath: path))
+        let killedAt = try #require(try walks().first)
+        // A power cut can also leave half a line.
+        let handle = try #require(FileHandle(forWritingAtPath: path))
+        handle.seekToEndOfFile()
+        handle.write(Data(#"{"dist":12"#.utf8))
+        handle.closeFile()
+
+        // A minute later (GPS time) the walker is still walking when fieldlog comes back.
+        let second = try capture(
+            &walk, "second", [.noFix(seconds: 60, speed: 1.4), .walk(seconds: 900, speed: 1.4, turn: -0.02)])
+        let restartedGPSD = try GPSFake(capture: second, delay: 0.002, in: directory)
+        let outcome = try fieldlog(["run", "--once", "--gpsd", restartedGPSD.address, "--state-dir", state], in: directory)
+        restartedGPSD.wait()
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        let logs = try walks()
+        #expect(logs.count == 1, "the walk is resumed, not restarted")
+        let log = try #require(logs.first)
+        #expect(log.damagedLines.isEmpty, "torn line repaired")
+        // Everything journaled before the kill is still there, byte for byte.
+        let after = try #require(FileManager.default.contents(atPath: path))
+        #expect(after.prefix(beforeRestart.count) == beforeRestart)
+        #expect(log.points.prefix(killedAt.points.count).elementsEqual(killedAt.points))
+        #expect(log.milestones.map(\.index) == Array(0..<log.milestones.count), "no milestone twice")
+        #expect(log.events.contains { $0.kind == .resumed })
+        // What was walked while fieldlog was down is bridged: the distance is the walk's.
+        #expect(abs(log.distance - walk.trueDistance) / walk.trueDistance < 0.02, "\(log.distance) of \(walk.trueDistance)")
+        // One milestone for every hundred metres reached at a recorded fix; a bridged gap crossing several
+        // hundreds gives one, since nobody knows where the walker was in between.
+        let hundreds = Set(log.points.map { Int($0.distance / 100) })
+        #expect(log.milestones.count == hundreds.count)
+    }
+}
