@@ -79,10 +79,8 @@ public final class StatusFile: @unchecked Sendable {
         contents.updatedWall = now
         lastWrite = now
         guard let data = try? JSONEncoder().encode(contents) else { return }
-        let temporary = path + ".tmp"
-        // Best effort: status is informational and must never stop the recorder.
-        if FileManager.default.createFile(atPath: temporary, contents: data) {
-            _ = rename(temporary, path)
-        }
+        // Best effort and not synced: status is informational and must never stop the recorder or wear
+        // the SD card.
+        try? FileIO.replace(path, with: data, durable: false)
     }
 }

@@ -2,12 +2,6 @@ import ArgumentParser
 import FieldLog
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 struct Export: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write a recorded walk as JSON, GPX or GeoJSON.",
@@ -57,11 +51,16 @@ struct Export: ParsableCommand {
         }
         let bytes = WalkExport.render(log, as: format)
         if output == "-" {
-            if let error = writeAll(bytes, to: STDOUT_FILENO) {
-                throw CleanExit.failure("fieldlog: cannot write to standard output: \(describe(error))")
+            if let failure = FileIO.writeAll(bytes, to: STDOUT_FILENO) {
+                throw CleanExit.failure("fieldlog: cannot write to standard output: \(failure)")
             }
         } else {
-            try writeAtomically(bytes, to: output)
+            // Written whole or not at all, and synced: an export is what the walker takes home.
+            do {
+                try FileIO.replace(output, with: bytes, durable: true)
+            } catch {
+                throw CleanExit.failure("fieldlog: \(error)")
+            }
         }
     }
 
@@ -76,46 +75,6 @@ struct Export: ParsableCommand {
                     + "name it .json, .gpx or .geojson, or pass --format")
         }
         return format
-    }
-
-    /// Writes to a temporary file in OUTPUT's directory, syncs it and renames it over OUTPUT, so OUTPUT
-    /// is always either the old file or the whole new one, never half of an export.
-    private func writeAtomically(_ bytes: [UInt8], to path: String) throws {
-        let directory = (path as NSString).deletingLastPathComponent
-        let name = (path as NSString).lastPathComponent
-        let temporary = (directory.isEmpty ? "" : directory + "/") + ".\(name).\(getpid()).tmp"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
-        guard descriptor >= 0 else {
-            throw CleanExit.failure("fieldlog: cannot write \(path): \(describe(errno))")
-        }
-        var error = writeAll(bytes, to: descriptor)
-        if error == nil && fsync(descriptor) != 0 { error = errno }
-        close(descriptor)
-        if error == nil && rename(temporary, path) != 0 { error = errno }
-        if let error {
-            unlink(temporary)
-            throw CleanExit.failure("fieldlog: cannot write \(path): \(describe(error))")
-        }
-    }
-
-    /// Writes all of `bytes`; the errno of the failure, if any.
-    private func writeAll(_ bytes: [UInt8], to descriptor: Int32) -> Int32? {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { buffer in
-                write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-            }
-            if written < 0 {
-                if errno == EINTR { continue }
-                return errno
-            }
-            offset += written
-        }
-        return nil
-    }
-
-    private func describe(_ error: Int32) -> String {
-        String(cString: strerror(error))
     }
 }
 

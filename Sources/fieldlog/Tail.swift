@@ -66,12 +66,8 @@ struct Tail: ParsableCommand {
     private func emit(_ lines: some Collection<String>) throws {
         guard !lines.isEmpty else { return }
         let text = lines.joined(separator: "\n") + "\n"
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let written = bytes.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress!, $0.count) }
-            if written < 0 && errno == EINTR { continue }
-            guard written > 0 else { throw ExitCode.success }
-            bytes = bytes.dropFirst(written)
+        if FileIO.writeAll(text.utf8, to: STDOUT_FILENO) != nil {
+            throw ExitCode.success
         }
     }
 }

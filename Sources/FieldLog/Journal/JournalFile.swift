@@ -31,16 +31,8 @@ public final class JournalFile {
     public func append(_ line: String) throws(JournalError) {
         var bytes = Array(line.utf8)
         bytes.append(UInt8(ascii: "\n"))
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { buffer in
-                write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-            }
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw JournalError(.cannotWrite, path: path, errno: errno)
-            }
-            offset += written
+        if let failure = FileIO.writeAll(bytes, to: descriptor) {
+            throw JournalError(.cannotWrite, path: path, reason: failure)
         }
     }
 

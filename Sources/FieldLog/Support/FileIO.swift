@@ -1,0 +1,48 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The few file operations fieldlog needs beyond Foundation's, with errno turned into messages.
+public enum FileIO {
+    /// Writes all of `bytes` to `descriptor`, retrying short writes. Returns the error text on failure.
+    public static func writeAll(_ bytes: some Collection<UInt8>, to descriptor: Int32) -> String? {
+        var remaining = ArraySlice(bytes)
+        while !remaining.isEmpty {
+            let written = remaining.withUnsafeBytes { write(descriptor, $0.baseAddress!, $0.count) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return String(cString: strerror(errno))
+            }
+            remaining = remaining.dropFirst(written)
+        }
+        return nil
+    }
+
+    /// Replaces `path` whole: writes a temporary file beside it and renames it over `path`, so readers see
+    /// the old file or the new one, never half. `durable` also syncs the data before the rename.
+    public static func replace(_ path: String, with bytes: some Collection<UInt8>, durable: Bool) throws(FileIOError) {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { String(path[...$0]) } ?? ""
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let temporary = directory + ".\(name).\(getpid()).tmp"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw FileIOError(path: path, reason: String(cString: strerror(errno))) }
+        var failure = writeAll(bytes, to: descriptor)
+        if failure == nil && durable && fsync(descriptor) != 0 { failure = String(cString: strerror(errno)) }
+        close(descriptor)
+        if failure == nil && rename(temporary, path) != 0 { failure = String(cString: strerror(errno)) }
+        if let failure {
+            unlink(temporary)
+            throw FileIOError(path: path, reason: failure)
+        }
+    }
+}
+
+public struct FileIOError: Error, CustomStringConvertible {
+    public let path: String
+    public let reason: String
+
+    public var description: String { "cannot write \(path): \(reason)" }
+}
