@@ -5,7 +5,7 @@ import Darwin
 #endif
 
 /// Journal records as the one-line summaries `fieldlog tail` prints. Times are shown in the viewer's
-/// local time zone (TZ), from GPS time for walk records and from the wall clock for recorder events.
+/// local time zone (TZ), from GPS time, or for recorder events outside a walk from the wall clock.
 public struct TailFormatter {
     public init() {}
 
@@ -24,7 +24,8 @@ public struct TailFormatter {
             return "\(clock(segment.time))  new track segment after \(Int(segment.gap.rounded())) s without a fix"
         case let .event(event):
             let what = event.kind.rawValue.replacingUnderscores()
-            return "\(clock(event.wall))  \(what)" + (event.message.map { ": \($0)" } ?? "")
+            // GPS time when a walk was running, so a walk reads in one clock; the wall clock otherwise.
+            return "\(clock(event.time ?? event.wall))  \(what)" + (event.message.map { ": \($0)" } ?? "")
         case let .walkEnd(time, distance):
             return "\(clock(time))  walk ended at \(metres(distance))"
         }
