@@ -1,0 +1,78 @@
+/// A photo a source offers for a spot, with everything the journal records about it.
+public struct PhotoCandidate: Sendable, Equatable {
+    /// The source's id: validated (letters, digits, `_`, `-`; at most 64) before it names a cache file.
+    public var id: String
+    public var title: String
+    public var ownerName: String
+    public var ownerID: String
+    /// Licence as people read it, e.g. "CC BY 2.0" or "All rights reserved".
+    public var license: String
+    /// The photo's page (Flickr: https://www.flickr.com/photos/{owner}/{id}/); nil for local files.
+    public var pageURL: String?
+    /// Where the photo was taken.
+    public var latitude: Double
+    public var longitude: Double
+    /// Where the image comes from: an https URL, or a file path for the local folder source.
+    public var imageURL: String
+    /// When it was taken, as the source states it.
+    public var taken: String?
+
+    public init(
+        id: String, title: String, ownerName: String, ownerID: String, license: String, pageURL: String?,
+        latitude: Double, longitude: Double, imageURL: String, taken: String? = nil
+    ) {
+        self.id = id
+        self.title = title
+        self.ownerName = ownerName
+        self.ownerID = ownerID
+        self.license = license
+        self.pageURL = pageURL
+        self.latitude = latitude
+        self.longitude = longitude
+        self.imageURL = imageURL
+        self.taken = taken
+    }
+
+    /// Ids that may name a file: nothing from the network reaches a path unchecked.
+    public static func isValidID(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 64
+            && id.utf8.allSatisfy { $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
+    }
+}
+
+extension UInt8 {
+    fileprivate var isASCIIAlphanumeric: Bool {
+        (48...57).contains(self) || (65...90).contains(self) || (97...122).contains(self)
+    }
+}
+
+/// Why a source could not answer, and what to do about it.
+public struct PhotoSourceError: Error, CustomStringConvertible, Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// Try again later (network down, timeouts, 429, 5xx, Flickr's temporary codes).
+        case temporary
+        /// Asking again will not help, for this request (image gone, not a photo).
+        case permanent
+        /// The source cannot be used at all until a person fixes it (invalid API key).
+        case fatal
+    }
+
+    public var kind: Kind
+    /// Safe to log and journal: never holds the API key.
+    public var message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+/// Where milestone photos come from: Flickr, or a local folder of geotagged JPEGs.
+public protocol PhotoSource: Sendable {
+    /// Photos taken within `radius` metres of a point, in any order.
+    func search(latitude: Double, longitude: Double, radius: Double) async throws(PhotoSourceError) -> [PhotoCandidate]
+    /// The image bytes of a candidate, at most `limit` bytes.
+    func image(of candidate: PhotoCandidate, limit: Int) async throws(PhotoSourceError) -> [UInt8]
+}
