@@ -12,11 +12,15 @@ public enum ExportFormat: String, CaseIterable, Sendable {
 
 /// Turns a walk's journal into a file a map, a GIS or a script can read.
 public enum WalkExport {
-    public static func render(_ log: WalkLog, as format: ExportFormat) -> [UInt8] {
+    /// `isCached` tells whether a photo's thumbnail is still in the on-device cache (it may have been
+    /// evicted; the journal keeps the photo's metadata regardless).
+    public static func render(
+        _ log: WalkLog, as format: ExportFormat, isCached: (String) -> Bool = { _ in false }
+    ) -> [UInt8] {
         switch format {
-        case .json: JSONExport.render(log)
+        case .json: JSONExport.render(log, isCached: isCached)
         case .gpx: GPXExport.render(log)
-        case .geojson: GeoJSONExport.render(log)
+        case .geojson: GeoJSONExport.render(log, isCached: isCached)
         }
     }
 }

@@ -29,7 +29,26 @@ enum GPXExport {
             out.append(milestone.index)
             out.append("</name><desc>")
             out.appendDecimal(milestone.distance, digits: ExportPrecision.metres)
-            out.append(" m walked</desc></wpt>\n")
+            out.append(" m walked")
+            if let photo = log.photos[milestone.index]?.photo {
+                out.append("; photo \"")
+                out.appendXMLText(photo.title)
+                out.append("\" by ")
+                out.appendXMLText(photo.ownerName)
+                out.append(" (")
+                out.appendXMLText(photo.license)
+                out.append(")</desc>")
+                if let page = photo.pageURL {
+                    out.append("<link href=\"")
+                    out.appendXMLText(page)
+                    out.append("\"><text>")
+                    out.appendXMLText(photo.title.isEmpty ? "photo" : photo.title)
+                    out.append("</text></link>")
+                }
+                out.append("</wpt>\n")
+            } else {
+                out.append("</desc></wpt>\n")
+            }
         }
         out.append("<trk>\n<name>")
         out.appendXMLText(log.id)

@@ -2,7 +2,7 @@
 /// feature per milestone. Positions are [longitude, latitude]; altitude is left out so every position
 /// has the same shape (journal.json and GPX carry it).
 enum GeoJSONExport {
-    static func render(_ log: WalkLog) -> [UInt8] {
+    static func render(_ log: WalkLog, isCached: (String) -> Bool) -> [UInt8] {
         var out = ExportBuffer(capacity: 512 + log.points.count * 28 + log.milestones.count * 200)
         out.append("{\"type\":\"FeatureCollection\",\"features\":[\n{\"type\":\"Feature\",\"properties\":{\"id\":")
         out.appendJSONString(log.id)
@@ -26,7 +26,8 @@ enum GeoJSONExport {
             out.appendJSONTime(milestone.time)
             out.append(",\"distance_m\":")
             out.appendDecimal(milestone.distance, digits: ExportPrecision.metres)
-            out.append(",\"photo\":null},\"geometry\":{\"type\":\"Point\",\"coordinates\":")
+            out.appendPhoto(log.photos[milestone.index], isCached: isCached)
+            out.append("},\"geometry\":{\"type\":\"Point\",\"coordinates\":")
             appendPosition(Position(longitude: milestone.longitude, latitude: milestone.latitude), to: &out)
             out.append("}}")
         }

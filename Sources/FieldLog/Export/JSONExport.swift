@@ -3,9 +3,9 @@
 /// Schema (consumers rely on these keys; add fields, never rename):
 /// `{"walk":{"id","started","ended","open","distance_m","every_m"},
 ///   "track":[{"time","lat","lon","alt"?,"eph"?,"segment"}],
-///   "milestones":[{"index","time","lat","lon","distance_m","photo"}]}`
+///   "milestones":[{"index","time","lat","lon","distance_m","photo","photo_status"}]}`
 enum JSONExport {
-    static func render(_ log: WalkLog) -> [UInt8] {
+    static func render(_ log: WalkLog, isCached: (String) -> Bool) -> [UInt8] {
         var out = ExportBuffer(capacity: 128 + log.points.count * 110 + log.milestones.count * 120)
         out.append("{\"walk\":{\"id\":")
         out.appendJSONString(log.id)
@@ -51,8 +51,8 @@ enum JSONExport {
             out.appendDecimal(milestone.longitude, digits: ExportPrecision.degrees)
             out.append(",\"distance_m\":")
             out.appendDecimal(milestone.distance, digits: ExportPrecision.metres)
-            // Photos are not recorded yet; the key is there so readers need not change when they are.
-            out.append(",\"photo\":null}")
+            out.appendPhoto(log.photos[milestone.index], isCached: isCached)
+            out.append("}")
         }
         out.append("\n]}\n")
         return out.bytes

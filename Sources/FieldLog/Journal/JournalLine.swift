@@ -21,6 +21,25 @@ struct JournalLine: Codable {
     var every: Double?
     var event: JournalEvent.Kind?
     var message: String?
+    // Photo records.
+    var status: String?
+    var source: String?
+    var photo: String?
+    var title: String?
+    var owner: String?
+    var ownerID: String?
+    var license: String?
+    var page: String?
+    var url: String?
+    var taken: String?
+    var cache: String?
+    var radius: Double?
+
+    enum CodingKeys: String, CodingKey {
+        case type, walk, time, wall, lat, lon, alt, eph, mode, seg, dist, anchor, index, gap, every, event, message
+        case status, source, photo, title, owner, license, page, url, taken, cache, radius
+        case ownerID = "owner_id"
+    }
 
     init(type: String) {
         self.type = type
@@ -66,6 +85,29 @@ struct JournalLine: Codable {
             self.init(type: "walk_end")
             self.time = Timestamp.format(time)
             dist = Rounding.metres(distance)
+        case let .photo(record):
+            self.init(type: "photo")
+            index = record.milestone
+            source = record.source
+            switch record.outcome {
+            case let .found(candidate, distance, cacheKey):
+                status = "found"
+                photo = candidate.id
+                title = candidate.title
+                owner = candidate.ownerName
+                ownerID = candidate.ownerID
+                license = candidate.license
+                page = candidate.pageURL
+                lat = Rounding.degrees(candidate.latitude)
+                lon = Rounding.degrees(candidate.longitude)
+                dist = Rounding.metres(distance)
+                url = candidate.imageURL
+                taken = candidate.taken
+                cache = cacheKey
+            case let .noneNearby(searched):
+                status = "none_nearby"
+                radius = searched
+            }
         }
     }
 
@@ -95,6 +137,23 @@ struct JournalLine: Codable {
         case "walk_end":
             guard let parsedTime, let dist else { return nil }
             return .walkEnd(time: parsedTime, distance: dist)
+        case "photo":
+            guard let index, let source else { return nil }
+            switch status {
+            case "found":
+                guard let photo, let lat, let lon, let dist, let url, let cache else { return nil }
+                let candidate = PhotoCandidate(
+                    id: photo, title: title ?? "", ownerName: owner ?? "", ownerID: ownerID ?? "",
+                    license: license ?? "", pageURL: page, latitude: lat, longitude: lon, imageURL: url, taken: taken)
+                return .photo(
+                    MilestonePhoto(
+                        milestone: index, source: source, outcome: .found(candidate, distance: dist, cacheKey: cache)))
+            case "none_nearby":
+                guard let radius else { return nil }
+                return .photo(MilestonePhoto(milestone: index, source: source, outcome: .noneNearby(radius: radius)))
+            default:
+                return nil
+            }
         default:
             return nil
         }

@@ -9,6 +9,9 @@ public enum JournalRecord: Sendable, Equatable {
     /// `wall` is the system clock on purpose (the only field that is), `time` the GPS time if known.
     case event(JournalEvent)
     case walkEnd(time: Double, distance: Double)
+    /// A milestone's photo (or the news that there is none), journaled after the milestone, possibly much
+    /// later: photos are fetched off the walk's path and back-filled after network outages.
+    case photo(MilestonePhoto)
 }
 
 public struct JournalEvent: Sendable, Equatable {
@@ -18,6 +21,7 @@ public struct JournalEvent: Sendable, Equatable {
         case resumed
         case gpsdConnected = "gpsd_connected"
         case gpsdLost = "gpsd_lost"
+        case photoSourceUnavailable = "photo_source_unavailable"
         case error
     }
 

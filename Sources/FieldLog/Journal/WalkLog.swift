@@ -9,6 +9,8 @@ public struct WalkLog: Sendable {
     public var milestones: [Milestone] = []
     public var segments: [SegmentBreak] = []
     public var events: [JournalEvent] = []
+    /// Photo outcomes by milestone index; a milestone without one is still pending.
+    public var photos: [Int: MilestonePhoto] = [:]
     /// 1-based numbers of lines that could not be read (reported, skipped).
     public var damagedLines: [Int] = []
     private var endDistance: Double?
@@ -47,7 +49,19 @@ public struct WalkLog: Sendable {
         case let .walkEnd(time, distance):
             ended = time
             endDistance = distance
+        case let .photo(photo):
+            photos[photo.milestone] = photo
         }
+    }
+
+    /// Milestones still waiting for a photo, in order.
+    public var pendingMilestones: [Milestone] {
+        milestones.filter { photos[$0.index] == nil }
+    }
+
+    /// Photo ids this walk has shown, so no photo is used twice in a walk.
+    public var usedPhotoIDs: Set<String> {
+        Set(photos.values.compactMap { $0.photo?.id })
     }
 
     /// Parses a whole journal. Damaged lines are skipped and listed, never fatal.

@@ -28,6 +28,16 @@ public struct TailFormatter {
             return "\(clock(event.time ?? event.wall))  \(what)" + (event.message.map { ": \($0)" } ?? "")
         case let .walkEnd(time, distance):
             return "\(clock(time))  walk ended at \(metres(distance))"
+        case let .photo(record):
+            // Photos arrive whenever the network allows; they have no GPS time of their own.
+            switch record.outcome {
+            case let .found(photo, distance, _):
+                let title = photo.title.isEmpty ? "untitled" : photo.title
+                return "          milestone \(record.milestone): photo \"\(title)\" by \(photo.ownerName) (\(photo.license)), "
+                    + "\(metres(distance)) away"
+            case let .noneNearby(radius):
+                return "          milestone \(record.milestone): no photo within \(metres(radius))"
+            }
         }
     }
 

@@ -117,6 +117,20 @@ public actor WalkRecorder {
         try sync()
     }
 
+    /// Journals a milestone's photo outcome into its walk, which may have ended since, and syncs it: a
+    /// photo recorded is a photo not fetched again.
+    public func attach(_ photo: MilestonePhoto, toWalk id: String) throws(JournalError) {
+        let line = JournalCodec.encode(.photo(photo))
+        if let walk, walk.id == id {
+            try walk.file.append(line)
+            try sync()
+        } else {
+            let file = try JournalFile(path: store.path(for: id))
+            try file.append(line)
+            try file.sync()
+        }
+    }
+
     public func syncIfDue() throws(JournalError) {
         if unsynced && clock.now - lastSync >= syncInterval {
             try sync()

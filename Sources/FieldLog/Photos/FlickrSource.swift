@@ -1,0 +1,215 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+
+/// Photos from Flickr's `flickr.photos.search`, nearest first.
+///
+/// Flickr answers failures with HTTP 200 and `stat: fail`, sends numbers as numbers or strings, and
+/// serves 429/5xx with HTML bodies: everything is decoded defensively. The API key travels only in the
+/// request URL and is never part of an error message.
+public struct FlickrSource: PhotoSource {
+    public static let defaultEndpoint = "https://api.flickr.com/services/rest/"
+
+    private let apiKey: String
+    private let endpoint: String
+    private let client: HTTPClient
+    private let budget: RequestBudget
+    private let preferredSizes: [String]
+    private static let searchTimeout = TimeAmount.seconds(15)
+    private static let imageTimeout = TimeAmount.seconds(30)
+    private static let searchBodyLimit = 2 << 20
+
+    /// `endpoint` must be https, or plain http on a loopback address (tests, local proxies).
+    public init(
+        apiKey: String, endpoint: String = defaultEndpoint, client: HTTPClient = .shared, budget: RequestBudget,
+        thumbnailSize: Int = 320
+    ) throws(PhotoSourceError) {
+        guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased(), let host = url.host else {
+            throw PhotoSourceError(.fatal, "--flickr-endpoint \(endpoint) is not a URL")
+        }
+        guard scheme == "https" || (scheme == "http" && Self.isLoopback(host)) else {
+            throw PhotoSourceError(.fatal, "--flickr-endpoint must use https (plain http only on loopback)")
+        }
+        guard !apiKey.isEmpty, apiKey.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
+            throw PhotoSourceError(.fatal, "the Flickr API key is empty or not printable ASCII")
+        }
+        self.apiKey = apiKey
+        self.endpoint = endpoint
+        self.client = client
+        self.budget = budget
+        // Download at least twice the thumbnail size when Flickr has it (a sharper downscale), never
+        // above 1024 px: url_n is 320 px, url_z 640, url_l 1024 (suffix _b).
+        preferredSizes = thumbnailSize <= 320 ? ["url_z", "url_n", "url_l"] : ["url_l", "url_z", "url_n"]
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]"
+    }
+
+    public func search(latitude: Double, longitude: Double, radius: Double) async throws(PhotoSourceError)
+        -> [PhotoCandidate]
+    {
+        // Flickr's radius is in km, above 0 and below 32.
+        let kilometres = min(max(radius / 1000, 0.01), 31.9)
+        let query: [(String, String)] = [
+            ("method", "flickr.photos.search"), ("api_key", apiKey),
+            ("lat", Self.decimal(latitude)), ("lon", Self.decimal(longitude)),
+            ("radius", Self.decimal(kilometres)), ("radius_units", "km"),
+            // A geo query needs a limiting agent, or Flickr searches only the last 12 hours of uploads.
+            ("min_taken_date", "1990-01-01 00:00:00"),
+            ("has_geo", "1"), ("media", "photos"), ("content_types", "0"), ("safe_search", "1"),
+            ("extras", "geo,owner_name,license,date_taken,path_alias,url_n,url_z,url_l"),
+            ("per_page", "100"), ("format", "json"), ("nojsoncallback", "1"),
+        ]
+        let body = try await fetch(endpoint + "?" + Self.encode(query), what: "Flickr search",
+                                   timeout: Self.searchTimeout, limit: Self.searchBodyLimit)
+        return try decodeSearch(body)
+    }
+
+    public func image(of candidate: PhotoCandidate, limit: Int) async throws(PhotoSourceError) -> [UInt8] {
+        try await fetch(candidate.imageURL, what: "photo \(candidate.id)", timeout: Self.imageTimeout, limit: limit)
+    }
+
+    private func fetch(_ url: String, what: String, timeout: TimeAmount, limit: Int) async throws(PhotoSourceError)
+        -> [UInt8]
+    {
+        await budget.acquire()
+        do {
+            var request = HTTPClientRequest(url: url)
+            request.headers.add(name: "User-Agent", value: "fieldlog")
+            let response = try await client.execute(request, timeout: timeout)
+            switch response.status.code {
+            case 200:
+                break
+            case 429, 500...599:
+                throw PhotoSourceError(.temporary, "\(what): HTTP \(response.status.code)")
+            default:
+                throw PhotoSourceError(.permanent, "\(what): HTTP \(response.status.code)")
+            }
+            let buffer = try await response.body.collect(upTo: limit)
+            return Array(buffer.readableBytesView)
+        } catch let error as PhotoSourceError {
+            throw error
+        } catch let error as NIOTooManyBytesError {
+            _ = error
+            throw PhotoSourceError(.permanent, "\(what): response larger than \(limit) bytes")
+        } catch is CancellationError {
+            throw PhotoSourceError(.temporary, "\(what): cancelled")
+        } catch {
+            // Transport errors (refused, reset, timeout, TLS) are worth retrying; their text never holds
+            // the URL, but redact anyway in case a library changes that.
+            throw PhotoSourceError(.temporary, redact("\(what): \(error)"))
+        }
+    }
+
+    /// Removes the API key from any text that might be logged or journaled.
+    public func redact(_ text: String) -> String {
+        text.replacingOccurrences(of: apiKey, with: "<redacted>")
+    }
+
+    func decodeSearch(_ body: [UInt8]) throws(PhotoSourceError) -> [PhotoCandidate] {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body)), let root = object as? [String: Any]
+        else {
+            throw PhotoSourceError(.temporary, "Flickr search: the answer is not JSON")
+        }
+        if root["stat"] as? String == "fail" {
+            let code = Self.int(root["code"]) ?? -1
+            let message = redact((root["message"] as? String) ?? "no message")
+            switch code {
+            case 100:
+                throw PhotoSourceError(.fatal, "Flickr rejected the API key (code 100: \(message)); fix it and restart")
+            case 10, 105, 106:
+                throw PhotoSourceError(.temporary, "Flickr is temporarily unavailable (code \(code): \(message))")
+            default:
+                throw PhotoSourceError(.fatal, "Flickr refused the search (code \(code): \(message))")
+            }
+        }
+        guard root["stat"] as? String == "ok", let photos = root["photos"] as? [String: Any] else {
+            throw PhotoSourceError(.temporary, "Flickr search: unexpected answer")
+        }
+        let list = photos["photo"] as? [[String: Any]] ?? []
+        return list.compactMap(candidate(from:))
+    }
+
+    private func candidate(from photo: [String: Any]) -> PhotoCandidate? {
+        guard let id = Self.string(photo["id"]), PhotoCandidate.isValidID(id),
+            let owner = Self.string(photo["owner"]), PhotoCandidate.isValidOwner(owner),
+            let latitude = Self.double(photo["latitude"]), let longitude = Self.double(photo["longitude"]),
+            abs(latitude) <= 90, abs(longitude) <= 180, latitude != 0 || longitude != 0
+        else { return nil }
+        var imageURL = preferredSizes.lazy.compactMap { Self.string(photo[$0]) }
+            .first { $0.hasPrefix("https://") }
+        if imageURL == nil, let server = Self.string(photo["server"]), let secret = Self.string(photo["secret"]),
+            PhotoCandidate.isValidID(server), PhotoCandidate.isValidID(secret)
+        {
+            imageURL = "https://live.staticflickr.com/\(server)/\(id)_\(secret)_z.jpg"
+        }
+        guard let imageURL else { return nil }
+        let license = Self.int(photo["license"])
+        return PhotoCandidate(
+            id: id, title: Self.string(photo["title"]) ?? "", ownerName: Self.string(photo["ownername"]) ?? owner,
+            ownerID: owner, license: license.map(Self.licenseName) ?? "unknown licence",
+            pageURL: "https://www.flickr.com/photos/\(owner)/\(id)/", latitude: latitude, longitude: longitude,
+            imageURL: imageURL, taken: Self.string(photo["datetaken"]))
+    }
+
+    static func licenseName(_ id: Int) -> String {
+        switch id {
+        case 0: return "All rights reserved"
+        case 1: return "CC BY-NC-SA 2.0"
+        case 2: return "CC BY-NC 2.0"
+        case 3: return "CC BY-NC-ND 2.0"
+        case 4: return "CC BY 2.0"
+        case 5: return "CC BY-SA 2.0"
+        case 6: return "CC BY-ND 2.0"
+        case 7: return "No known copyright restrictions"
+        case 8: return "United States Government Work"
+        case 9: return "CC0 1.0"
+        case 10: return "Public Domain Mark 1.0"
+        default: return "Flickr licence \(id)"
+        }
+    }
+
+    // Flickr sends numbers as numbers or strings ("total": "" when empty).
+    static func string(_ value: Any?) -> String? {
+        switch value {
+        case let text as String: return text
+        case let number as NSNumber: return number.stringValue
+        default: return nil
+        }
+    }
+
+    static func double(_ value: Any?) -> Double? {
+        switch value {
+        case let text as String: return Double(text).flatMap { $0.isFinite ? $0 : nil }
+        case let number as NSNumber: return number.doubleValue.isFinite ? number.doubleValue : nil
+        default: return nil
+        }
+    }
+
+    static func int(_ value: Any?) -> Int? {
+        double(value).flatMap { $0 == $0.rounded() && abs($0) < 1e9 ? Int($0) : nil }
+    }
+
+    static func decimal(_ value: Double) -> String {
+        let scaled = Int((abs(value) * 1_000_000).rounded())
+        let fraction = String(scaled % 1_000_000)
+        return (value < 0 && scaled != 0 ? "-" : "") + "\(scaled / 1_000_000)."
+            + String(repeating: "0", count: 6 - fraction.count) + fraction
+    }
+
+    static func encode(_ query: [(String, String)]) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return query.map { name, value in
+            name + "=" + (value.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")
+        }.joined(separator: "&")
+    }
+}
+
+extension PhotoCandidate {
+    /// Flickr owner ids look like `12345678@N00`.
+    static func isValidOwner(_ owner: String) -> Bool {
+        isValidID(owner.replacingOccurrences(of: "@", with: "_"))
+    }
+}
