@@ -9,6 +9,9 @@ public struct WalkLimits: Sendable, Equatable {
     /// Movement below this many metres (or the fix's own eph, if larger) from the last counted point is
     /// treated as jitter: a receiver standing still adds no distance.
     public var minStep: Double = 5
+    /// The eph taken for a fix that reports none. Without it only `minStep` would stand between jitter and
+    /// the distance, and an ordinary receiver wandering 4 m around a standing walker adds hundreds of metres.
+    public var unknownHorizontalError: Double = 10
     /// No fix for more than this many seconds of GPS time starts a new track segment.
     public var segmentGap: Double = 30
     /// An interrupted walk whose fixes continue within this many seconds of GPS time is resumed; after a

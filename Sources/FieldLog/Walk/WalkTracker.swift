@@ -92,7 +92,7 @@ public struct WalkTracker: Sendable {
         guard elapsed > 0 else {
             return [.rejected(fix, reason: "time did not advance")]
         }
-        let threshold = max(limits.minStep, fix.horizontalError ?? 0)
+        let threshold = max(limits.minStep, fix.horizontalError ?? limits.unknownHorizontalError)
         let jump = Geodesy.distance(last.fix.latitude, last.fix.longitude, fix.latitude, fix.longitude)
         let plausible = jump <= limits.maxSpeed * elapsed + threshold
 
