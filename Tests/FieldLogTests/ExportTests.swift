@@ -104,7 +104,8 @@ func decimalsArePlainWithoutExponent(value: Double, digits: Int, expected: Strin
 
     let milestones = try #require(json["milestones"] as? [[String: Any]])
     #expect(milestones.count == 2)
-    #expect(Set(milestones[1].keys) == ["index", "time", "lat", "lon", "distance_m", "photo"])
+    #expect(Set(milestones[1].keys) == ["index", "time", "lat", "lon", "distance_m", "photo", "photo_status"])
+    #expect(milestones[1]["photo_status"] as? String == "pending")
     #expect(milestones[1]["index"] as? Int == 1)
     #expect(milestones[1]["time"] as? String == "2026-11-18T09:48:20Z")
     #expect(milestones[1]["lat"] as? Double == 47.3869)
@@ -270,4 +271,49 @@ private func trackGeometry(_ log: WalkLog) throws -> [String: Any] {
         // and still catches anything quadratic.
         #expect(elapsed < .seconds(2), "\(format) took \(elapsed)")
     }
+}
+
+// MARK: - Photos
+
+private let photographed: WalkLog = {
+    var log = closedWalk
+    let candidate = PhotoCandidate(
+        id: "53012345678", title: "Lake & <hills>", ownerName: "Ann Example", ownerID: "12345678@N00",
+        license: "CC BY 2.0", pageURL: "https://www.flickr.com/photos/12345678@N00/53012345678/",
+        latitude: 47.377, longitude: 8.5418, imageURL: "https://live.staticflickr.com/65535/53012345678_abc_z.jpg")
+    log.apply(.photo(MilestonePhoto(milestone: 0, source: "flickr", outcome: .found(candidate, distance: 12.5, cacheKey: "flickr-53012345678"))))
+    log.apply(.photo(MilestonePhoto(milestone: 1, source: "flickr", outcome: .noneNearby(radius: 31_000))))
+    return log
+}()
+
+@Test func jsonCarriesPhotoAttributionAndWhetherItIsCached() throws {
+    for cached in [true, false] {
+        let data = Data(WalkExport.render(photographed, as: .json, isCached: { _ in cached }))
+        let root = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let milestones = try #require(root["milestones"] as? [[String: Any]])
+        let photo = try #require(milestones[0]["photo"] as? [String: Any])
+        #expect(photo["title"] as? String == "Lake & <hills>")
+        #expect(photo["owner"] as? String == "Ann Example")
+        #expect(photo["license"] as? String == "CC BY 2.0")
+        #expect(photo["page"] as? String == "https://www.flickr.com/photos/12345678@N00/53012345678/")
+        #expect(photo["distance_m"] as? Double == 12.5)
+        #expect(photo["cached"] as? Bool == cached)
+        #expect(milestones[0]["photo_status"] as? String == "found")
+        #expect(milestones[1]["photo"] is NSNull)
+        #expect(milestones[1]["photo_status"] as? String == "none_nearby")
+    }
+}
+
+@Test func gpxLinksMilestonePhotosToTheirPageAndStillValidates() throws {
+    let gpx = text(photographed, .gpx)
+    #expect(gpx.contains("<link href=\"https://www.flickr.com/photos/12345678@N00/53012345678/\"><text>Lake &amp; &lt;hills&gt;</text></link>"))
+    #expect(try schemaErrors(WalkExport.render(photographed, as: .gpx)) == nil)
+}
+
+@Test func geoJSONMilestonesCarryThePhoto() throws {
+    let root = try object(photographed, .geojson)
+    let features = try #require(root["features"] as? [[String: Any]])
+    let first = try #require(features.first { ($0["properties"] as? [String: Any])?["index"] as? Int == 0 })
+    let photo = try #require((first["properties"] as? [String: Any])?["photo"] as? [String: Any])
+    #expect(photo["id"] as? String == "53012345678")
 }

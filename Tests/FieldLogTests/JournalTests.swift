@@ -38,6 +38,18 @@ private let everyKind: [JournalRecord] = [
             kind: .error, wall: 1_779_443_304,
             message: "line one\nline \"two\"\t\\ / ünïcödé 🚶 \u{0}")),
     .walkEnd(time: start + 3600.5, distance: 4321.09),
+    .event(JournalEvent(kind: .photoSourceUnavailable, wall: 1_779_443_305, message: "Flickr rejected the API key")),
+    .photo(
+        MilestonePhoto(
+            milestone: 3, source: "flickr",
+            outcome: .found(
+                PhotoCandidate(
+                    id: "53012345678", title: "Pier \"at\" dusk", ownerName: "Ann", ownerID: "12345678@N00",
+                    license: "CC BY 2.0", pageURL: "https://www.flickr.com/photos/12345678@N00/53012345678/",
+                    latitude: 47.5000001, longitude: -8.25, imageURL: "https://live.staticflickr.com/1/2_3_z.jpg",
+                    taken: "2024-05-18 09:00:00"),
+                distance: 85.25, cacheKey: "flickr-53012345678"))),
+    .photo(MilestonePhoto(milestone: 4, source: "local", outcome: .noneNearby(radius: 31_000))),
 ]
 
 private func decode(_ line: String) -> JournalRecord? {
@@ -83,6 +95,7 @@ private func lineType(_ line: String) -> String? {
         types == [
             "walk_start", "fix", "milestone", "segment", "walk_end", "event:session_start", "event:session_end",
             "event:resumed", "event:gpsd_connected", "event:gpsd_lost", "event:error",
+            "event:photo_source_unavailable", "photo",
         ])
 }
 
