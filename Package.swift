@@ -28,10 +28,22 @@ let package = Package(
             dependencies: ["CLibGPS"],
             cSettings: [.define("_GNU_SOURCE")]
         ),
+        // libexif as pkg-config knows it (apt: libexif-dev).
+        .systemLibrary(
+            name: "CLibExif",
+            pkgConfig: "libexif",
+            providers: [.apt(["libexif-dev"])]
+        ),
+        // The only code that touches ExifData: GPS position and attribution of a JPEG in one plain struct.
+        .target(
+            name: "CExifShim",
+            dependencies: ["CLibExif"]
+        ),
         .target(
             name: "FieldLog",
             dependencies: [
                 "CGPSShim",
+                "CExifShim",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
