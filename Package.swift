@@ -28,6 +28,11 @@ let package = Package(
             dependencies: ["CLibGPS"],
             cSettings: [.define("_GNU_SOURCE")]
         ),
+        // libjpeg(-turbo) behind one C function that owns its setjmp/longjmp error handling (apt: libjpeg-dev).
+        .target(
+            name: "CJPEG",
+            linkerSettings: [.linkedLibrary("jpeg")]
+        ),
         // libexif as pkg-config knows it (apt: libexif-dev).
         .systemLibrary(
             name: "CLibExif",
@@ -44,6 +49,7 @@ let package = Package(
             dependencies: [
                 "CGPSShim",
                 "CExifShim",
+                "CJPEG",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

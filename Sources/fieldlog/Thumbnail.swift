@@ -1,0 +1,130 @@
+import ArgumentParser
+import FieldLog
+import Foundation
+
+struct ThumbnailCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "thumbnail",
+        abstract: "Make JPEG thumbnails of photos, the way fieldlog makes them for milestones.",
+        discussion: """
+            Each FILE, a JPEG, becomes DIR/NAME.jpg, NAME being FILE's name without its extension: at \
+            most --size pixels on its long side (smaller photos keep their size), turned upright as its \
+            EXIF orientation says, JPEG quality 80, without metadata. A thumbnail is written whole or not \
+            at all: it goes to a temporary file beside it, which is then renamed over it.
+
+            One line per FILE on standard output:
+
+              ok FILE -> OUTPUT (WxH from WxH)
+              error FILE: what is wrong with it
+
+            The second size is the photo's as stored in FILE, before its orientation is applied. Files \
+            are refused rather than guessed at when they are not JPEGs, are cut short or damaged, have \
+            more than 50 megapixels, or are progressive with more than 100 scans.
+
+            The exit status is 1 if any FILE failed, 0 otherwise.
+            """
+    )
+
+    @Option(help: "Long side of the thumbnails, in pixels (1 to 4096).")
+    var size: Int = 320
+
+    @Option(
+        name: .customLong("out"),
+        help: ArgumentHelp("Directory for the thumbnails; created if missing.", valueName: "dir"))
+    var directory: String
+
+    @Argument(help: ArgumentHelp("JPEG files.", valueName: "file"))
+    var files: [String]
+
+    /// Larger files are refused before they are read: no photo fieldlog handles comes close.
+    static let maxFileSize = 256 << 20
+
+    func validate() throws {
+        guard (1...4096).contains(size) else {
+            throw ValidationError("--size must be 1 to 4096 pixels, not \(size)")
+        }
+        guard !files.isEmpty else {
+            throw ValidationError("name at least one JPEG file")
+        }
+    }
+
+    func run() throws {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw CleanExit.failure("fieldlog: cannot create \(directory): \(error.localizedDescription)")
+        }
+        let thumbnailer = Thumbnailer(size: size)
+        var sources: [String: String] = [:]  // output path -> the FILE it is the thumbnail of
+        var failures = 0
+        for file in files {
+            let output = outputPath(for: file)
+            do {
+                if let other = sources[output] {
+                    throw Failure("\(output) is already the thumbnail of \(other)")
+                }
+                sources[output] = file
+                let thumbnail = try make(file, output: output, with: thumbnailer)
+                print(
+                    "ok \(file) -> \(output) (\(thumbnail.width)x\(thumbnail.height) from "
+                        + "\(thumbnail.sourceWidth)x\(thumbnail.sourceHeight))")
+            } catch {
+                failures += 1
+                print("error \(file): \(error)")
+            }
+        }
+        if failures > 0 {
+            let noun = files.count == 1 ? "file" : "files"
+            throw CleanExit.failure("fieldlog: \(failures) of \(files.count) \(noun) failed")
+        }
+    }
+
+    private func outputPath(for file: String) -> String {
+        let name = ((file as NSString).lastPathComponent as NSString).deletingPathExtension
+        var directory = directory
+        while directory.count > 1 && directory.hasSuffix("/") { directory.removeLast() }
+        return (directory == "/" ? "" : directory) + "/" + name + ".jpg"
+    }
+
+    private func make(_ file: String, output: String, with thumbnailer: Thumbnailer) throws -> Thumbnail {
+        let (bytes, identity) = try Self.readFile(file)
+        var existing = stat()
+        if stat(output, &existing) == 0 && existing.st_dev == identity.dev && existing.st_ino == identity.ino {
+            throw Failure("its thumbnail would replace it: choose another --out directory")
+        }
+        let thumbnail = try thumbnailer.thumbnail(of: bytes)
+        try FileIO.replace(output, with: thumbnail.jpeg, durable: false)
+        return thumbnail
+    }
+
+    /// The whole file, and its device and inode, with errors as short as strerror's.
+    private static func readFile(_ path: String) throws -> ([UInt8], (dev: UInt64, ino: UInt64)) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw Failure(String(cString: strerror(errno))) }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw Failure(String(cString: strerror(errno))) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw Failure("not a regular file") }
+        guard info.st_size <= maxFileSize else {
+            throw Failure("\(info.st_size / (1 << 20)) MiB is too large for a photo (at most \(maxFileSize >> 20) MiB)")
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var filled = 0
+        while filled < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + filled, $0.count - filled) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw Failure(String(cString: strerror(errno)))
+            }
+            if count == 0 { break }  // shrank while we read: what we have is the file now
+            filled += count
+        }
+        bytes.removeSubrange(filled...)
+        return (bytes, (UInt64(info.st_dev), UInt64(info.st_ino)))
+    }
+
+    private struct Failure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+}
