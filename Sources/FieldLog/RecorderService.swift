@@ -8,12 +8,18 @@ public struct RecorderService: Service {
     private let recorder: WalkRecorder
     private let status: StatusFile
     private let logger: Logger
+    private let onEnd: @Sendable () -> Void
 
-    public init(reader: GPSDReader, recorder: WalkRecorder, status: StatusFile, logger: Logger) {
+    /// `onEnd` runs once the session has ended and everything is synced.
+    public init(
+        reader: GPSDReader, recorder: WalkRecorder, status: StatusFile, logger: Logger,
+        onEnd: @escaping @Sendable () -> Void = {}
+    ) {
         self.reader = reader
         self.recorder = recorder
         self.status = status
         self.logger = logger
+        self.onEnd = onEnd
     }
 
     public func run() async throws {
@@ -29,6 +35,7 @@ public struct RecorderService: Service {
         }
         try await recorder.finishSession(reason: Task.isShuttingDownGracefully ? "stopped" : "gpsd stream ended")
         status.update(gpsd: .stopped, summary: await recorder.summary)
+        onEnd()
     }
 
     private func handle(_ event: GPSEvent) async throws {

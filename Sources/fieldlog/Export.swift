@@ -30,6 +30,9 @@ struct Export: ParsableCommand {
     @Option(help: "Output format, instead of the one OUTPUT's extension names.")
     var format: ExportFormat?
 
+    @Option(help: "Thumbnail cache, to mark which milestone photos are still cached.")
+    var cacheDir: String = "/var/cache/fieldlog"
+
     @Argument(help: "File to write, or - for standard output.")
     var output: String
 
@@ -49,7 +52,9 @@ struct Export: ParsableCommand {
             let message = "fieldlog: skipped \(count) damaged \(noun) in walk \(log.id): \(lines)\n"
             FileHandle.standardError.write(Data(message.utf8))
         }
-        let bytes = WalkExport.render(log, as: format)
+        let bytes = WalkExport.render(log, as: format) { [cacheDir] key in
+            PhotoCandidate.isValidID(key) && FileManager.default.fileExists(atPath: cacheDir + "/" + key + ".jpg")
+        }
         if output == "-" {
             if let failure = FileIO.writeAll(bytes, to: STDOUT_FILENO) {
                 throw CleanExit.failure("fieldlog: cannot write to standard output: \(failure)")

@@ -42,6 +42,8 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "Stop when gpsd closes the connection instead of reconnecting (replays, demos).")
     var once = false
 
+    @OptionGroup var photos: PhotoOptions
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
@@ -52,6 +54,7 @@ struct Run: AsyncParsableCommand {
         try requirePositive(maxEph, "--max-eph", unit: "metres")
         try requirePositive(maxSpeed, "--max-speed", unit: "m/s")
         guard minStep.isFinite && minStep >= 0 else { throw ValidationError("--min-step must be 0 or more metres") }
+        try photos.validate()
     }
 
     private func requirePositive(_ value: Double, _ name: String, unit: String) throws {
@@ -78,16 +81,36 @@ struct Run: AsyncParsableCommand {
         }
         var readerConfiguration = GPSDReader.Configuration(host: gpsd.host, port: gpsd.port)
         readerConfiguration.once = once
-        let service = RecorderService(
+        let photoService: PhotoService?
+        do {
+            photoService = try await photos.makeService(recorder: recorder, store: store, logger: logger)
+        } catch {
+            throw CleanExit.failure("fieldlog: \(error)")
+        }
+        let recorderService = RecorderService(
             reader: GPSDReader(configuration: readerConfiguration, logger: logger),
             recorder: recorder,
             status: StatusFile(directory: store.directory, gpsdAddress: gpsd.description),
-            logger: logger)
+            logger: logger,
+            onEnd: { [once] in
+                // A replay is over when its photos are served too.
+                if once { photoService?.finishWhenIdle() }
+            })
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let photoService {
+            await recorder.setMilestoneHandler { milestone, walkID in
+                photoService.enqueue(milestone, walkID: walkID)
+            }
+            services = [
+                .init(service: recorderService, successTerminationBehavior: once ? .ignore : .gracefullyShutdownGroup),
+                .init(service: photoService, successTerminationBehavior: .gracefullyShutdownGroup),
+            ]
+        } else {
+            logger.notice("no photo source: set FLICKR_API_KEY, --api-key-file or --photos-dir; milestones get no photos")
+            services = [.init(service: recorderService, successTerminationBehavior: .gracefullyShutdownGroup)]
+        }
         let group = ServiceGroup(
-            configuration: .init(
-                services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger))
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
             try await group.run()
         } catch {

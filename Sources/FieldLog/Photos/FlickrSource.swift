@@ -15,14 +15,17 @@ public struct FlickrSource: PhotoSource {
     private let client: HTTPClient
     private let budget: RequestBudget
     private let preferredSizes: [String]
-    private static let searchTimeout = TimeAmount.seconds(15)
-    private static let imageTimeout = TimeAmount.seconds(30)
+    /// With a plain-http loopback endpoint (a test server or local proxy), its http loopback image URLs
+    /// are accepted too; otherwise images come over https only.
+    private let acceptsLoopbackImages: Bool
+    /// Deadline of one search; an image download gets twice as long.
+    private let timeout: TimeAmount
     private static let searchBodyLimit = 2 << 20
 
     /// `endpoint` must be https, or plain http on a loopback address (tests, local proxies).
     public init(
         apiKey: String, endpoint: String = defaultEndpoint, client: HTTPClient = .shared, budget: RequestBudget,
-        thumbnailSize: Int = 320
+        thumbnailSize: Int = 320, timeout: TimeAmount = .seconds(15)
     ) throws(PhotoSourceError) {
         guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased(), let host = url.host else {
             throw PhotoSourceError(.fatal, "--flickr-endpoint \(endpoint) is not a URL")
@@ -35,11 +38,18 @@ public struct FlickrSource: PhotoSource {
         }
         self.apiKey = apiKey
         self.endpoint = endpoint
+        acceptsLoopbackImages = scheme == "http"
         self.client = client
         self.budget = budget
+        self.timeout = timeout
         // Download at least twice the thumbnail size when Flickr has it (a sharper downscale), never
         // above 1024 px: url_n is 320 px, url_z 640, url_l 1024 (suffix _b).
         preferredSizes = thumbnailSize <= 320 ? ["url_z", "url_n", "url_l"] : ["url_l", "url_z", "url_n"]
+    }
+
+    private func isAcceptableImageURL(_ text: String) -> Bool {
+        guard let url = URL(string: text), let host = url.host else { return false }
+        return url.scheme == "https" || (acceptsLoopbackImages && url.scheme == "http" && Self.isLoopback(host))
     }
 
     static func isLoopback(_ host: String) -> Bool {
@@ -62,12 +72,12 @@ public struct FlickrSource: PhotoSource {
             ("per_page", "100"), ("format", "json"), ("nojsoncallback", "1"),
         ]
         let body = try await fetch(endpoint + "?" + Self.encode(query), what: "Flickr search",
-                                   timeout: Self.searchTimeout, limit: Self.searchBodyLimit)
+                                   timeout: timeout, limit: Self.searchBodyLimit)
         return try decodeSearch(body)
     }
 
     public func image(of candidate: PhotoCandidate, limit: Int) async throws(PhotoSourceError) -> [UInt8] {
-        try await fetch(candidate.imageURL, what: "photo \(candidate.id)", timeout: Self.imageTimeout, limit: limit)
+        try await fetch(candidate.imageURL, what: "photo \(candidate.id)", timeout: timeout * 2, limit: limit)
     }
 
     private func fetch(_ url: String, what: String, timeout: TimeAmount, limit: Int) async throws(PhotoSourceError)
@@ -137,8 +147,7 @@ public struct FlickrSource: PhotoSource {
             let latitude = Self.double(photo["latitude"]), let longitude = Self.double(photo["longitude"]),
             abs(latitude) <= 90, abs(longitude) <= 180, latitude != 0 || longitude != 0
         else { return nil }
-        var imageURL = preferredSizes.lazy.compactMap { Self.string(photo[$0]) }
-            .first { $0.hasPrefix("https://") }
+        var imageURL = preferredSizes.lazy.compactMap { Self.string(photo[$0]) }.first(where: isAcceptableImageURL)
         if imageURL == nil, let server = Self.string(photo["server"]), let secret = Self.string(photo["secret"]),
             PhotoCandidate.isValidID(server), PhotoCandidate.isValidID(secret)
         {

@@ -3,8 +3,9 @@ import Foundation
 
 /// Paths of the things integration tests run: the built `fieldlog` and the committed fixtures.
 enum Harness {
-    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures").path
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    static let fixtures = repository + "/Tests/Fixtures"
 
     static func capture(_ name: String) -> String {
         fixtures + "/captures/" + name + ".log"
@@ -65,7 +66,8 @@ final class Child {
     private let errPath: String
     private var exitStatus: Int32?
 
-    init(_ executable: String, _ arguments: [String], in directory: String) throws {
+    /// `environment` adds to (or overrides) the test runner's environment.
+    init(_ executable: String, _ arguments: [String], in directory: String, environment: [String: String] = [:]) throws {
         let id = UUID().uuidString.prefix(8)
         outPath = directory + "/child-\(id).out"
         errPath = directory + "/child-\(id).err"
@@ -90,7 +92,11 @@ final class Child {
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        var variables = ProcessInfo.processInfo.environment
+        variables.merge(environment) { $1 }
+        let envp = variables.map { strdup("\($0)=\($1)") } + [nil]
+        defer { envp.forEach { free($0) } }
+        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
         guard result == 0 else {
             throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EINVAL)
         }
@@ -165,6 +171,8 @@ final class GPSFake {
 }
 
 /// Runs `fieldlog` to completion.
-func fieldlog(_ arguments: [String], in directory: String, timeout: Double = 300) throws -> Outcome {
-    try Child(Harness.fieldlog, arguments, in: directory).wait(timeout: timeout)
+func fieldlog(
+    _ arguments: [String], in directory: String, environment: [String: String] = [:], timeout: Double = 300
+) throws -> Outcome {
+    try Child(Harness.fieldlog, arguments, in: directory, environment: environment).wait(timeout: timeout)
 }

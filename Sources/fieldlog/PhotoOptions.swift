@@ -1,0 +1,85 @@
+import ArgumentParser
+import FieldLog
+import Foundation
+import Logging
+
+/// Where milestone photos come from and where their thumbnails go.
+struct PhotoOptions: ParsableArguments {
+    @Option(help: "Use the geotagged JPEGs in this folder instead of Flickr.")
+    var photosDir: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Read the Flickr API key from this file instead of $FLICKR_API_KEY.",
+            discussion: "A relative path is looked up in $CREDENTIALS_DIRECTORY first (systemd LoadCredential=)."))
+    var apiKeyFile: String?
+
+    @Option(help: "Flickr REST endpoint (https; plain http only on loopback).")
+    var flickrEndpoint: String = FlickrSource.defaultEndpoint
+
+    @Option(help: "Flickr calls (searches and downloads) per hour at most; Flickr allows 3600 per key.")
+    var flickrRate: Int = 3000
+
+    @Option(help: "Directory of the thumbnail cache.")
+    var cacheDir: String = "/var/cache/fieldlog"
+
+    @Option(help: "Largest size of the thumbnail cache, in bytes.")
+    var cacheMax: Int = 64 << 20
+
+    @Option(help: "Long side of thumbnails, in pixels.")
+    var thumbSize: Int = 320
+
+    @Option(help: "Longest wait between retries of a photo that could not be fetched, in seconds.")
+    var photoRetryMax: Double = 300
+
+    func validate() throws {
+        guard (1...3599).contains(flickrRate) else { throw ValidationError("--flickr-rate must be 1 to 3599 calls per hour") }
+        guard cacheMax >= 64 << 10 else { throw ValidationError("--cache-max must be at least 65536 bytes") }
+        guard (16...2048).contains(thumbSize) else { throw ValidationError("--thumb-size must be 16 to 2048 pixels") }
+        guard photoRetryMax.isFinite && photoRetryMax >= 1 else {
+            throw ValidationError("--photo-retry-max must be at least 1 second")
+        }
+    }
+
+    /// The photo service for the chosen source, or nil when no source is configured.
+    func makeService(recorder: WalkRecorder, store: JournalStore, logger: Logger) async throws -> PhotoService? {
+        let source: any PhotoSource
+        let name: String
+        if let photosDir {
+            let folder = try LocalPhotoSource(directory: photosDir)
+            let scan = await folder.lastScan
+            logger.info(
+                "photos from \(photosDir): \(scan.photos) geotagged, \(scan.withoutGPS) without position, \(scan.unreadable) unreadable")
+            source = folder
+            name = "local"
+        } else if let key = try apiKey() {
+            source = try FlickrSource(
+                apiKey: key, endpoint: flickrEndpoint, budget: RequestBudget(perHour: flickrRate),
+                thumbnailSize: thumbSize)
+            name = "flickr"
+        } else {
+            return nil
+        }
+        let cache = try ThumbnailCache(directory: cacheDir, maxBytes: cacheMax)
+        return try PhotoService(
+            source: source, sourceName: name, recorder: recorder, store: store, thumbnails: cache,
+            thumbnailer: Thumbnailer(size: thumbSize), logger: logger, maxBackoff: photoRetryMax)
+    }
+
+    private func apiKey() throws -> String? {
+        guard let apiKeyFile else {
+            let key = ProcessInfo.processInfo.environment["FLICKR_API_KEY"]?.trimmingCharacters(in: .whitespacesAndNewlines)
+            return key?.isEmpty == false ? key : nil
+        }
+        var path = apiKeyFile
+        if !path.hasPrefix("/"), let credentials = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"],
+            FileManager.default.fileExists(atPath: credentials + "/" + path)
+        {
+            path = credentials + "/" + path
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ValidationError("cannot read the API key file \(path)")
+        }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}

@@ -1,0 +1,143 @@
+import FieldLog
+import Foundation
+import Testing
+
+/// Milestone photos end to end: gpsfake replays a walk, fieldlog asks a fake Flickr on loopback.
+@Suite(.serialized, .enabled(if: Harness.gpsfakeAvailable, "needs gpsd and gpsfake (apt: gpsd gpsd-clients)"))
+struct PhotoTests {
+    let directory = Harness.temporaryDirectory()
+    var state: String { directory + "/state" }
+    var cache: String { directory + "/cache" }
+    let flickr = FakeFlickr()
+
+    /// A real photo (640 px wide) from the demo's folder, as a fake Flickr serves it.
+    static let jpeg: [UInt8] = {
+        let folder = Harness.repository + "/demo/photos"
+        let name = try! FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".jpg") }.sorted()[0]
+        return [UInt8](FileManager.default.contents(atPath: folder + "/" + name)!)
+    }()
+
+    /// A straight walk north-east of 1250 m, and one photo 30 m beside every hundred metres of it.
+    func walkWithPhotos() throws -> (capture: String, walk: SyntheticWalk) {
+        var walk = SyntheticWalk(heading: 45)
+        walk.add([.walk(seconds: 900, speed: 1.4)])
+        let capture = directory + "/walk.nmea"
+        try walk.write(to: capture)
+        let start = (lat: 55.9486, lon: -3.1999)
+        for hundred in 0...12 {
+            let onPath = Geodesy.destination(start.lat, start.lon, bearing: 45, distance: Double(hundred) * 100)
+            let beside = Geodesy.destination(onPath.lat, onPath.lon, bearing: 135, distance: 30)
+            flickr.add(.init(id: "5100\(hundred)", latitude: beside.lat, longitude: beside.lon,
+                             title: "View \(hundred)", jpeg: Self.jpeg))
+        }
+        return (capture, walk)
+    }
+
+    func run(_ capture: String, extra: [String] = [], key: String = FakeFlickr.apiKey) throws -> Outcome {
+        let gpsd = try GPSFake(capture: capture, delay: 0.002, in: directory)
+        defer { gpsd.wait() }
+        return try fieldlog(
+            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
+             "--flickr-endpoint", flickr.endpoint, "--photo-retry-max", "2"] + extra,
+            in: directory, environment: ["FLICKR_API_KEY": key])
+    }
+
+    func walkLog() throws -> WalkLog {
+        let store = JournalStore(directory: state)
+        return try store.read(try store.resolve(nil))
+    }
+
+    /// Every file fieldlog wrote, and what it printed, must be free of the key.
+    func expectKeyNowhere(_ outcome: Outcome) throws {
+        #expect(!outcome.stderr.contains(FakeFlickr.apiKey))
+        #expect(!outcome.stdout.contains(FakeFlickr.apiKey))
+        for root in [state, cache] {
+            for name in try FileManager.default.subpathsOfDirectory(atPath: root) {
+                let data = FileManager.default.contents(atPath: root + "/" + name) ?? Data()
+                #expect(data.range(of: Data(FakeFlickr.apiKey.utf8)) == nil, "key found in \(name)")
+            }
+        }
+    }
+
+    @Test func everyMilestoneGetsADistinctPhotoDespiteBadImages() async throws {
+        try await flickr.start()
+        let (capture, _) = try walkWithPhotos()
+        // Closer to some milestones than their good photo: images that must be skipped.
+        for (index, fault) in [(2, FakeFlickr.ImageFault.notFound), (4, .truncated), (6, .bomb), (8, .png), (10, .html)] {
+            let start = Geodesy.destination(55.9486, -3.1999, bearing: 45, distance: Double(index) * 100)
+            let id = "6600\(index)"
+            flickr.add(.init(id: id, latitude: start.lat, longitude: start.lon, title: "Bad \(index)", jpeg: Self.jpeg))
+            flickr.setImageFault(fault, for: id)
+        }
+        flickr.setNumbersAsStrings(true)
+        let outcome = try run(capture, extra: ["--cache-max", "200000"])
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        let log = try walkLog()
+        #expect(log.milestones.count >= 12)
+        #expect(log.pendingMilestones.isEmpty, "pending: \(log.pendingMilestones.map(\.index))")
+        let photos = log.milestones.compactMap { log.photos[$0.index]?.photo }
+        #expect(photos.count == log.milestones.count)
+        #expect(Set(photos.map(\.id)).count == photos.count, "a photo used twice")
+        #expect(photos.allSatisfy { $0.id.hasPrefix("5100") })
+        #expect(photos.first?.pageURL == "https://www.flickr.com/photos/12345678@N00/51000/")
+        #expect(photos.first?.license == "CC BY 2.0")
+        #expect(log.events.filter { $0.kind == .error }.count >= 5, "skipped images are journaled")
+        // The cache holds real thumbnails, and stays under its limit.
+        let files = try FileManager.default.contentsOfDirectory(atPath: cache).filter { $0.hasSuffix(".jpg") }
+        let total = try files.reduce(0) { $0 + (try FileManager.default.attributesOfItem(atPath: cache + "/" + $1)[.size] as! Int) }
+        #expect(total <= 200_000)
+        let file = try #require(files.first)
+        let thumbnail = try Thumbnailer(size: 320).thumbnail(of: [UInt8](FileManager.default.contents(atPath: cache + "/" + file)!))
+        #expect(max(thumbnail.width, thumbnail.height) == 320)
+        try expectKeyNowhere(outcome)
+        #expect(flickr.requests.allSatisfy { !$0.contains("/img/") || !$0.contains(FakeFlickr.apiKey) })
+        await flickr.stop()
+    }
+
+    @Test func photosAreBackFilledInOrderWhenTheNetworkReturns() async throws {
+        let (capture, _) = try walkWithPhotos()
+        let port = Int(Harness.freePort())
+        let gpsd = try GPSFake(capture: capture, delay: 0.004, in: directory)
+        let recorder = try Child(
+            Harness.fieldlog,
+            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
+             "--flickr-endpoint", "http://127.0.0.1:\(port)/services/rest/", "--photo-retry-max", "1"],
+            in: directory, environment: ["FLICKR_API_KEY": FakeFlickr.apiKey])
+        // Offline for the first half of the walk.
+        let deadline = Date().addingTimeInterval(120)
+        while Date() < deadline, ((try? walkLog())?.milestones.count ?? 0) < 6 {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(try walkLog().photos.isEmpty)
+        try await flickr.start(port: port)
+        let outcome = recorder.wait(timeout: 180)
+        gpsd.wait()
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        let log = try walkLog()
+        #expect(log.pendingMilestones.isEmpty)
+        #expect(log.photos.count == log.milestones.count)
+        // Served in milestone order: the journal's photo records come in index order.
+        let lines = try String(contentsOfFile: JournalStore(directory: state).path(for: log.id), encoding: .utf8)
+        let order = lines.split(separator: "\n").compactMap { line -> Int? in
+            guard case let .photo(photo)? = JournalCodec.decode(line) else { return nil }
+            return photo.milestone
+        }
+        #expect(order == order.sorted())
+        try expectKeyNowhere(outcome)
+        await flickr.stop()
+    }
+
+    @Test func invalidKeyStopsAskingAndSaysSoButTheWalkGoesOn() async throws {
+        try await flickr.start()
+        let (capture, walk) = try walkWithPhotos()
+        let outcome = try run(capture, key: "not-the-key")
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        let log = try walkLog()
+        #expect(log.points.last?.fix.time == walk.time, "the walk is recorded to its end")
+        #expect(log.photos.isEmpty)
+        #expect(log.events.contains { $0.kind == .photoSourceUnavailable && ($0.message ?? "").contains("code 100") })
+        #expect(outcome.stderr.contains("API key"))
+        #expect(flickr.requests.count == 1, "one refusal is enough")
+        await flickr.stop()
+    }
+}

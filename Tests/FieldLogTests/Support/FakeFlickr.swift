@@ -1,0 +1,193 @@
+import FieldLog
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// A stand-in for Flickr on loopback: `flickr.photos.search` with real geo filtering over photos placed
+/// along a test walk, the photos' JPEG files as images, and faults to switch on.
+final class FakeFlickr: @unchecked Sendable {
+    struct Photo {
+        var id: String
+        var latitude: Double
+        var longitude: Double
+        var title: String
+        var owner = "12345678@N00"
+        var ownerName = "Test Walker"
+        var license = 4
+        /// The image served for it.
+        var jpeg: [UInt8]
+    }
+
+    enum Fault: Equatable {
+        case none
+        /// 503 with an HTML body, as Flickr's front end sends.
+        case serverError
+        /// 429 with an HTML body.
+        case rateLimited
+        /// Accepts the request and never answers.
+        case hang
+        case malformedJSON
+        /// HTTP 200 with `stat: fail` and this code.
+        case statFail(Int)
+    }
+
+    enum ImageFault {
+        case notFound, truncated, corrupt, png, html, bomb
+    }
+
+    static let apiKey = "0123456789abcdef0123456789abcdef"
+
+    private let lock = NSLock()
+    private var photos: [Photo] = []
+    private var fault = Fault.none
+    private var imageFaults: [String: ImageFault] = [:]
+    /// Numbers as strings, the way Flickr sometimes sends them.
+    private var numbersAsStrings = false
+    private var requestLog: [String] = []
+    private var channel: (any Channel)?
+    private(set) var port = 0
+
+    var endpoint: String { "http://127.0.0.1:\(port)/services/rest/" }
+
+    func add(_ photo: Photo) { lock.withLock { photos.append(photo) } }
+    func setFault(_ fault: Fault) { lock.withLock { self.fault = fault } }
+    func setImageFault(_ fault: ImageFault?, for id: String) { lock.withLock { imageFaults[id] = fault } }
+    func setNumbersAsStrings(_ value: Bool) { lock.withLock { numbersAsStrings = value } }
+    var requests: [String] { lock.withLock { requestLog } }
+
+    /// Starts listening on `port` (0: any free port).
+    func start(port: Int = 0) async throws {
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .bind(host: "127.0.0.1", port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                        wrappingChannelSynchronously: channel)
+                }
+            }
+        self.port = server.channel.localAddress?.port ?? 0
+        lock.withLock { channel = server.channel }
+        Task {
+            try await withThrowingDiscardingTaskGroup { group in
+                try await server.executeThenClose { inbound in
+                    for try await connection in inbound {
+                        group.addTask { try? await self.serve(connection) }
+                    }
+                }
+            }
+        }
+    }
+
+    func stop() async {
+        let channel = lock.withLock { self.channel }
+        try? await channel?.close()
+    }
+
+    private func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>) async throws {
+        try await connection.executeThenClose { inbound, outbound in
+            for try await part in inbound {
+                guard case let .head(head) = part else { continue }
+                lock.withLock { requestLog.append(head.uri) }
+                let (status, contentType, body) = respond(to: head.uri)
+                if status == .continue {
+                    // The hanging fault: hold the connection open until the client gives up.
+                    try await Task.sleep(for: .seconds(600))
+                    return
+                }
+                var headers = HTTPHeaders()
+                headers.add(name: "Content-Type", value: contentType)
+                headers.add(name: "Content-Length", value: String(body.count))
+                try await outbound.write(.head(HTTPResponseHead(version: head.version, status: status, headers: headers)))
+                try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body))))
+                try await outbound.write(.end(nil))
+            }
+        }
+    }
+
+    private func respond(to uri: String) -> (HTTPResponseStatus, String, [UInt8]) {
+        let html = Array("<html><body><h1>Something went wrong</h1></body></html>".utf8)
+        let components = URLComponents(string: uri)
+        let path = components?.path ?? ""
+        if path.hasPrefix("/img/") {
+            let id = String(path.dropFirst(5).dropLast(4))
+            return lock.withLock {
+                guard let photo = photos.first(where: { $0.id == id }) else { return (.notFound, "text/html", html) }
+                switch imageFaults[id] {
+                case nil: return (.ok, "image/jpeg", photo.jpeg)
+                case .notFound: return (.notFound, "text/html", html)
+                case .truncated: return (.ok, "image/jpeg", Array(photo.jpeg.prefix(photo.jpeg.count / 2)))
+                case .corrupt:
+                    var bytes = photo.jpeg
+                    for index in stride(from: bytes.count / 3, to: bytes.count - 2, by: 7) { bytes[index] = 0xFF }
+                    return (.ok, "image/jpeg", bytes)
+                case .png:
+                    return (.ok, "image/jpeg", [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 0, count: 64))
+                case .html: return (.ok, "image/jpeg", html)
+                case .bomb: return (.ok, "image/jpeg", Self.decompressionBomb)
+                }
+            }
+        }
+        let query = Dictionary(
+            (components?.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
+        let fault = lock.withLock { self.fault }
+        switch fault {
+        case .serverError: return (.serviceUnavailable, "text/html", html)
+        case .rateLimited: return (.tooManyRequests, "text/html", html)
+        case .hang: return (.continue, "", [])
+        case .malformedJSON: return (.ok, "application/json", Array(#"{"photos":{"page":1,"photo":[{"id":"#.utf8))
+        case let .statFail(code):
+            return (.ok, "application/json", Array(#"{"stat":"fail","code":\#(code),"message":"Fake failure"}"#.utf8))
+        case .none: break
+        }
+        guard query["api_key"] == Self.apiKey else {
+            return (.ok, "application/json", Array(#"{"stat":"fail","code":100,"message":"Invalid API Key (Key has invalid format)"}"#.utf8))
+        }
+        guard query["method"] == "flickr.photos.search", let lat = query["lat"].flatMap(Double.init),
+            let lon = query["lon"].flatMap(Double.init), let radius = query["radius"].flatMap(Double.init),
+            query["min_taken_date"] != nil || query["min_upload_date"] != nil
+        else {
+            return (.ok, "application/json", Array(#"{"stat":"fail","code":3,"message":"Parameterless searches have been disabled"}"#.utf8))
+        }
+        return (.ok, "application/json", searchResult(lat: lat, lon: lon, radiusKm: radius))
+    }
+
+    private func searchResult(lat: Double, lon: Double, radiusKm: Double) -> [UInt8] {
+        lock.withLock {
+            let found = photos.map { ($0, Geodesy.distance(lat, lon, $0.latitude, $0.longitude)) }
+                .filter { $0.1 <= radiusKm * 1000 }
+                .sorted { $0.1 < $1.1 }
+            func number(_ value: Double) -> Any { numbersAsStrings ? String(value) : value }
+            let list: [[String: Any]] = found.map { photo, _ in
+                [
+                    "id": photo.id, "owner": photo.owner, "secret": "abc123", "server": "65535", "farm": 66,
+                    "title": photo.title, "ispublic": 1, "license": numbersAsStrings ? String(photo.license) : photo.license,
+                    "ownername": photo.ownerName, "datetaken": "2024-05-18 09:00:00",
+                    "latitude": number(photo.latitude), "longitude": number(photo.longitude), "accuracy": "16",
+                    "url_z": "http://127.0.0.1:\(port)/img/\(photo.id).jpg", "height_z": 480, "width_z": "640",
+                ]
+            }
+            let root: [String: Any] = [
+                "photos": [
+                    "page": 1, "pages": list.isEmpty ? 0 : 1, "perpage": 100,
+                    "total": list.isEmpty ? "" : (numbersAsStrings ? String(list.count) : list.count) as Any,
+                    "photo": list,
+                ] as [String: Any],
+                "stat": "ok",
+            ]
+            return Array(try! JSONSerialization.data(withJSONObject: root))
+        }
+    }
+
+    /// A valid JPEG header claiming 60000 x 60000 pixels, and almost nothing after it.
+    static let decompressionBomb: [UInt8] = {
+        var bytes: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 0x4A, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00]
+        // SOF0: 8-bit, 60000 x 60000, 1 component
+        bytes += [0xFF, 0xC0, 0x00, 0x0B, 0x08, 0xEA, 0x60, 0xEA, 0x60, 0x01, 0x01, 0x11, 0x00]
+        // DHT (a minimal DC table) and SOS, then a few bytes of scan data
+        bytes += [0xFF, 0xC4, 0x00, 0x14, 0x00, 0x01] + Array(repeating: 0, count: 15) + [0x00]
+        bytes += [0xFF, 0xDA, 0x00, 0x08, 0x01, 0x01, 0x00, 0x00, 0x3F, 0x00, 0x00, 0x00, 0xFF, 0xD9]
+        return bytes
+    }()
+}
