@@ -9,10 +9,11 @@ struct FlickrSourceTests {
     let flickr = FakeFlickr()
     static let here = (lat: 52.85, lon: 5.31)
 
-    func source(key: String = FakeFlickr.apiKey) throws -> FlickrSource {
+    /// A generous deadline: the test machine may be busy; only the hanging server should meet it.
+    func source(key: String = FakeFlickr.apiKey, timeout: TimeAmount = .seconds(20)) throws -> FlickrSource {
         try FlickrSource(
             apiKey: key, endpoint: flickr.endpoint, budget: RequestBudget(perHour: 3599, burst: 100),
-            timeout: .milliseconds(500))
+            timeout: timeout)
     }
 
     func started() async throws -> FakeFlickr {
@@ -27,7 +28,8 @@ struct FlickrSourceTests {
     func searchError(_ fault: FakeFlickr.Fault) async throws -> PhotoSourceError? {
         flickr.setFault(fault)
         do {
-            _ = try await source().search(latitude: Self.here.lat, longitude: Self.here.lon, radius: 500)
+            let timeout: TimeAmount = fault == .hang ? .seconds(1) : .seconds(20)
+            _ = try await source(timeout: timeout).search(latitude: Self.here.lat, longitude: Self.here.lon, radius: 500)
             return nil
         } catch {
             return error as? PhotoSourceError

@@ -241,7 +241,9 @@ func everyTruncationOfALineIsRejected(record: JournalRecord) {
     let log = WalkLog.parse(id: "x", contents: Array(text.utf8))
     #expect(log.damagedLines.isEmpty)
     #expect(log.points.count == 3)
-    #expect(log.events.count == 6)
+    #expect(log.events.count == 7)
+    #expect(log.photos.count == 2)
+    #expect(log.usedPhotoIDs == ["53012345678"])
     #expect(!log.isOpen)
     #expect(log.ended == start + 3600.5)
     // walk_end's distance wins over the last point's.

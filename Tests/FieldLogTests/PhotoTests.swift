@@ -63,7 +63,7 @@ struct PhotoTests {
         try await flickr.start()
         let (capture, _) = try walkWithPhotos()
         // Closer to some milestones than their good photo: images that must be skipped.
-        for (index, fault) in [(2, FakeFlickr.ImageFault.notFound), (4, .truncated), (6, .bomb), (8, .png), (10, .html)] {
+        for (index, fault) in [(2, FakeFlickr.ImageFault.notFound), (4, .truncated), (6, .bomb), (8, .png), (10, .html), (12, .corrupt)] {
             let start = Geodesy.destination(55.9486, -3.1999, bearing: 45, distance: Double(index) * 100)
             let id = "6600\(index)"
             flickr.add(.init(id: id, latitude: start.lat, longitude: start.lon, title: "Bad \(index)", jpeg: Self.jpeg))
@@ -81,7 +81,7 @@ struct PhotoTests {
         #expect(photos.allSatisfy { $0.id.hasPrefix("5100") })
         #expect(photos.first?.pageURL == "https://www.flickr.com/photos/12345678@N00/51000/")
         #expect(photos.first?.license == "CC BY 2.0")
-        #expect(log.events.filter { $0.kind == .error }.count >= 5, "skipped images are journaled")
+        #expect(log.events.filter { $0.kind == .error }.count >= 6, "skipped images are journaled")
         // The cache holds real thumbnails, and stays under its limit.
         let files = try FileManager.default.contentsOfDirectory(atPath: cache).filter { $0.hasSuffix(".jpg") }
         let total = try files.reduce(0) { $0 + (try FileManager.default.attributesOfItem(atPath: cache + "/" + $1)[.size] as! Int) }
@@ -123,6 +123,33 @@ struct PhotoTests {
             return photo.milestone
         }
         #expect(order == order.sorted())
+        try expectKeyNowhere(outcome)
+        await flickr.stop()
+    }
+
+    @Test func milestonesLeftPendingAreServedAfterARestart() async throws {
+        let (capture, _) = try walkWithPhotos()
+        // First session: no photo source at all, so every milestone stays pending.
+        let gpsd = try GPSFake(capture: capture, delay: 0.002, in: directory)
+        let first = try fieldlog(["run", "--once", "--gpsd", gpsd.address, "--state-dir", state], in: directory)
+        gpsd.wait()
+        #expect(first.status == 0, "\(first.stderr)")
+        let pending = try walkLog().pendingMilestones.count
+        #expect(pending >= 12)
+        // Second session, with Flickr: a few more fixes of the same walk, and the backlog is served in order.
+        try await flickr.start()
+        var more = SyntheticWalk(start: Timestamp.parse("2024-05-18T08:16:00Z")!, latitude: 55.9563, longitude: -3.1862)
+        more.add([.walk(seconds: 20, speed: 1.4)])
+        let tail = directory + "/more.nmea"
+        try more.write(to: tail)
+        let outcome = try run(tail)
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        let log = try walkLog()
+        #expect(try JournalStore(directory: state).walkIDs().count == 1, "the walk was resumed")
+        #expect(log.pendingMilestones.isEmpty)
+        // The backlog and whatever milestone the new fixes reached.
+        #expect(log.photos.count == log.milestones.count)
+        #expect(log.photos.count >= pending)
         try expectKeyNowhere(outcome)
         await flickr.stop()
     }
