@@ -62,6 +62,8 @@ struct Run: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // One line per event with a <N> priority when stderr is the journal, plain text otherwise.
+        LoggingSystem.bootstrap(JournaldLogHandler.standardError)
         var logger = Logger(label: "fieldlog")
         logger.logLevel = logLevel
         var limits = WalkLimits()
@@ -108,6 +110,12 @@ struct Run: AsyncParsableCommand {
         } else {
             logger.notice("no photo source: set FLICKR_API_KEY, --api-key-file or --photos-dir; milestones get no photos")
             services = [.init(service: recorderService, successTerminationBehavior: .gracefullyShutdownGroup)]
+        }
+        // Last, so that it hears of a shutdown first (STOPPING=1); READY=1 as the group starts, state recovered.
+        let notifier = SystemdNotifier(logger: logger)
+        if notifier.isEnabled {
+            let systemd = SystemdService(notifier: notifier, logger: logger) { _ = await recorder.summary; return true }
+            services.append(.init(service: systemd, successTerminationBehavior: .gracefullyShutdownGroup))
         }
         let group = ServiceGroup(
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
