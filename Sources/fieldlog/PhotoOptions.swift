@@ -66,20 +66,25 @@ struct PhotoOptions: ParsableArguments {
             thumbnailer: Thumbnailer(size: thumbSize), logger: logger, maxBackoff: photoRetryMax)
     }
 
+    /// The Flickr key, or nil when none is set up. An empty key file counts as none: the systemd unit gives
+    /// its credential an empty default so that the service starts before anyone has installed a key.
     private func apiKey() throws -> String? {
-        guard let apiKeyFile else {
-            let key = ProcessInfo.processInfo.environment["FLICKR_API_KEY"]?.trimmingCharacters(in: .whitespacesAndNewlines)
-            return key?.isEmpty == false ? key : nil
+        let key: String?
+        if let apiKeyFile {
+            var path = apiKeyFile
+            if !path.hasPrefix("/"), let credentials = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"],
+                FileManager.default.fileExists(atPath: credentials + "/" + path)
+            {
+                path = credentials + "/" + path
+            }
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ValidationError("cannot read the API key file \(path)")
+            }
+            key = String(decoding: data, as: UTF8.self)
+        } else {
+            key = ProcessInfo.processInfo.environment["FLICKR_API_KEY"]
         }
-        var path = apiKeyFile
-        if !path.hasPrefix("/"), let credentials = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"],
-            FileManager.default.fileExists(atPath: credentials + "/" + path)
-        {
-            path = credentials + "/" + path
-        }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ValidationError("cannot read the API key file \(path)")
-        }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let trimmed = key?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        return trimmed.isEmpty ? nil : trimmed
     }
 }

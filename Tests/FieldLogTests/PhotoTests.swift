@@ -154,6 +154,21 @@ struct PhotoTests {
         await flickr.stop()
     }
 
+    @Test func anEmptyKeyFileMeansNoPhotoSource() throws {
+        // systemd's unit gives the key credential an empty default until a key is installed.
+        let credentials = directory + "/credentials"
+        try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: credentials + "/flickr-api-key", contents: Data("\n".utf8))
+        let gpsd = try GPSFake(capture: Harness.capture("bu303-moving"), in: directory)
+        let outcome = try fieldlog(
+            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
+             "--api-key-file", "flickr-api-key"],
+            in: directory, environment: ["CREDENTIALS_DIRECTORY": credentials])
+        gpsd.wait()
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        #expect(outcome.stderr.contains("no photo source"))
+    }
+
     @Test func invalidKeyStopsAskingAndSaysSoButTheWalkGoesOn() async throws {
         try await flickr.start()
         let (capture, walk) = try walkWithPhotos()
