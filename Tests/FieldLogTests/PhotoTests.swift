@@ -158,7 +158,7 @@ struct PhotoTests {
         // systemd's unit gives the key credential an empty default until a key is installed.
         let credentials = directory + "/credentials"
         try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: credentials + "/flickr-api-key", contents: Data("\n".utf8))
+        #expect(FileManager.default.createFile(atPath: credentials + "/flickr-api-key", contents: Data("\n".utf8)))
         let gpsd = try GPSFake(capture: Harness.capture("bu303-moving"), in: directory)
         let outcome = try fieldlog(
             ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
