@@ -56,12 +56,6 @@ private func decode(_ line: String) -> JournalRecord? {
     JournalCodec.decode(Substring(line))
 }
 
-private func temporaryDirectory() -> String {
-    let path = NSTemporaryDirectory() + "fieldlog-journal-test-" + UUID().uuidString
-    try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
-}
-
 private func bytes(at path: String) -> [UInt8] {
     [UInt8](FileManager.default.contents(atPath: path) ?? Data())
 }
@@ -265,7 +259,7 @@ func everyTruncationOfALineIsRejected(record: JournalRecord) {
 // MARK: - JournalFile
 
 @Test func repairCutsATornLastLineAndKeepsEverythingBeforeIt() throws {
-    let directory = temporaryDirectory()
+    let directory = Harness.temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let path = directory + "/walk.jsonl"
     let intact = Array((everyKind.map(JournalCodec.encode).joined(separator: "\n") + "\n").utf8)
@@ -281,7 +275,7 @@ func everyTruncationOfALineIsRejected(record: JournalRecord) {
 
 @Test(arguments: [1, 4095, 4096, 4097, 9000])
 func repairFindsTheLastNewlineBeyondOneBlock(tornLength: Int) throws {
-    let directory = temporaryDirectory()
+    let directory = Harness.temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let path = directory + "/walk.jsonl"
     // Lines summing to more than one 4 KiB block, and a torn tail as long or longer than a block.
@@ -298,7 +292,7 @@ func repairFindsTheLastNewlineBeyondOneBlock(tornLength: Int) throws {
 }
 
 @Test func repairWithTheNewlineExactlyAtABlockBoundary() throws {
-    let directory = temporaryDirectory()
+    let directory = Harness.temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let path = directory + "/walk.jsonl"
     for intactLength in [4096, 4095, 8192] {
@@ -314,7 +308,7 @@ func repairFindsTheLastNewlineBeyondOneBlock(tornLength: Int) throws {
 
 @Test(arguments: [1, 100, 4096, 5000])
 func repairEmptiesAFileWithoutAnyNewline(length: Int) throws {
-    let directory = temporaryDirectory()
+    let directory = Harness.temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let path = directory + "/walk.jsonl"
     write(Array(JournalCodec.encode(everyKind[0]).utf8.prefix(length)) + [UInt8](repeating: 0x7B, count: max(0, length - 40)), to: path)
@@ -326,7 +320,7 @@ func repairEmptiesAFileWithoutAnyNewline(length: Int) throws {
 }
 
 @Test func repairLeavesIntactAndEmptyFilesAlone() throws {
-    let directory = temporaryDirectory()
+    let directory = Harness.temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let path = directory + "/walk.jsonl"
     let intact = Array((everyKind.map(JournalCodec.encode).joined(separator: "\n") + "\n").utf8)
@@ -346,7 +340,7 @@ func repairEmptiesAFileWithoutAnyNewline(length: Int) throws {
 }
 
 @Test func repairOfAMissingFileThrowsCannotOpen() {
-    let directory = temporaryDirectory()
+    let directory = Harness.temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let path = directory + "/absent.jsonl"
     let error = #expect(throws: JournalError.self) { try JournalFile.repairTornTail(path: path) }
@@ -356,7 +350,7 @@ func repairEmptiesAFileWithoutAnyNewline(length: Int) throws {
 }
 
 @Test func appendWritesWholeLinesAndReopeningAppends() throws {
-    let directory = temporaryDirectory()
+    let directory = Harness.temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let path = directory + "/walk.jsonl"
     do {
@@ -376,7 +370,7 @@ func repairEmptiesAFileWithoutAnyNewline(length: Int) throws {
 }
 
 @Test func openingInAMissingDirectoryThrowsCannotOpen() {
-    let directory = temporaryDirectory()
+    let directory = Harness.temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let error = #expect(throws: JournalError.self) { _ = try JournalFile(path: directory + "/no/such/walk.jsonl") }
     #expect(error?.code == .cannotOpen)
@@ -385,7 +379,7 @@ func repairEmptiesAFileWithoutAnyNewline(length: Int) throws {
 // MARK: - JournalStore
 
 @Test func storeListsWalksInOrderAndHandsOutFreshIDs() throws {
-    let directory = temporaryDirectory() + "/state"
+    let directory = Harness.temporaryDirectory() + "/state"
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let store = JournalStore(directory: directory)
     try store.prepare()
