@@ -178,6 +178,12 @@ func parseHonoursNumericOffsets(text: String, utc: String) {
     "+2026-11-22T09:47:36Z",
     "-026-11-22T09:47:36Z",
     "２０26-11-22T09:47:36Z",
+    "2026-02-29T09:47:36Z",
+    "2026-02-31T09:47:36Z",
+    "2026-04-31T09:47:36Z",
+    "2100-02-29T00:00:00Z",
+    "2026-11-22T09:47:36+24:00",
+    "2026-11-22T09:47:36+01:60",
 ])
 func parseRejectsMalformedText(text: String) {
     #expect(Timestamp.parse(text) == nil, "accepted \(text)")

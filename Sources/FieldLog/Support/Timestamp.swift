@@ -61,13 +61,15 @@ public enum Timestamp {
             guard index + 1 == bytes.count else { return nil }
         case 43, 45:  // + -
             guard index + 6 == bytes.count, bytes[index + 3] == 58,
-                let hours = number(index + 1, 2), let minutes = number(index + 4, 2)
+                let hours = number(index + 1, 2), let minutes = number(index + 4, 2), hours < 24, minutes < 60
             else { return nil }
             offset = (hours * 60 + minutes) * 60 * (bytes[index] == 45 ? -1 : 1)
         default:
             return nil
         }
         let days = self.days(fromCivil: Int64(year), month, day)
+        // 2026-02-31 would roll over into March: a date must name a day its month has.
+        guard civil(fromDays: days) == (Int64(year), month, day) else { return nil }
         let seconds = days * 86400 + Int64(hour * 3600 + minute * 60 + second - offset)
         return Double(seconds) + fraction
     }
