@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import ServiceLifecycle
 
 /// The `fieldlog run` service: gpsd events in, walk journal out, until graceful shutdown.
@@ -7,18 +6,16 @@ public struct RecorderService: Service {
     private let reader: GPSDReader
     private let recorder: WalkRecorder
     private let status: StatusFile
-    private let logger: Logger
     private let onEnd: @Sendable () -> Void
 
     /// `onEnd` runs once the session has ended and everything is synced.
     public init(
-        reader: GPSDReader, recorder: WalkRecorder, status: StatusFile, logger: Logger,
+        reader: GPSDReader, recorder: WalkRecorder, status: StatusFile,
         onEnd: @escaping @Sendable () -> Void = {}
     ) {
         self.reader = reader
         self.recorder = recorder
         self.status = status
-        self.logger = logger
         self.onEnd = onEnd
     }
 

@@ -93,7 +93,6 @@ struct Run: AsyncParsableCommand {
             reader: GPSDReader(configuration: readerConfiguration, logger: logger),
             recorder: recorder,
             status: StatusFile(directory: store.directory, gpsdAddress: gpsd.description),
-            logger: logger,
             onEnd: { [once] in
                 // A replay is over when its photos are served too.
                 if once { photoService?.finishWhenIdle() }
