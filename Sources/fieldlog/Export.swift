@@ -2,7 +2,7 @@ import ArgumentParser
 import FieldLog
 import Foundation
 
-struct Export: ParsableCommand {
+struct Export: ParsableCommand, ConfiguredCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write a recorded walk as JSON, GPX or GeoJSON.",
         discussion: """
@@ -21,6 +21,10 @@ struct Export: ParsableCommand {
             journal lines are skipped and listed on standard error.
             """
     )
+
+    static let configKeys: Set<String> = ["state-dir", "cache-dir"]
+
+    @OptionGroup var configOption: ConfigOption
 
     @OptionGroup var stateDirectory: StateDirectoryOption
 

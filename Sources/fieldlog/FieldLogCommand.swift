@@ -11,4 +11,15 @@ struct FieldLogCommand: AsyncParsableCommand {
             """,
         subcommands: [Run.self, Tail.self, Status.self, Walks.self, Export.self, ThumbnailCommand.self]
     )
+
+    /// The command line with fieldlog.conf's settings in front of it.
+    static func main() async {
+        let arguments: [String]
+        do {
+            arguments = try ConfiguredArguments.resolve(Array(CommandLine.arguments.dropFirst()))
+        } catch {
+            exit(withError: CleanExit.failure("fieldlog: \(error)"))
+        }
+        await main(arguments)
+    }
 }

@@ -11,7 +11,11 @@ struct PhotoOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
             "Read the Flickr API key from this file instead of $FLICKR_API_KEY.",
-            discussion: "A relative path is looked up in $CREDENTIALS_DIRECTORY first (systemd LoadCredential=)."))
+            discussion: """
+                A relative path is looked up in $CREDENTIALS_DIRECTORY first (systemd LoadCredential=). \
+                Without this option and $FLICKR_API_KEY, the credential flickr-api-key is used if systemd \
+                passes one.
+                """))
     var apiKeyFile: String?
 
     @Option(help: "Flickr REST endpoint (https; plain http only on loopback).")
@@ -66,7 +70,11 @@ struct PhotoOptions: ParsableArguments {
             thumbnailer: Thumbnailer(size: thumbSize), logger: logger, maxBackoff: photoRetryMax)
     }
 
-    /// The Flickr key, or nil when none is set up. An empty key file counts as none: the systemd unit gives
+    /// The credential the systemd unit loads the key into (LoadCredential=flickr-api-key:...).
+    static let apiKeyCredential = "flickr-api-key"
+
+    /// The Flickr key (--api-key-file, else $FLICKR_API_KEY, else the service's credential), or nil when none
+    /// is set up. An empty key file counts as none: the systemd unit gives
     /// its credential an empty default so that the service starts before anyone has installed a key.
     private func apiKey() throws -> String? {
         let key: String?
@@ -81,8 +89,14 @@ struct PhotoOptions: ParsableArguments {
                 throw ValidationError("cannot read the API key file \(path)")
             }
             key = String(decoding: data, as: UTF8.self)
+        } else if let environment = ProcessInfo.processInfo.environment["FLICKR_API_KEY"], !environment.isEmpty {
+            key = environment
+        } else if let credentials = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"] {
+            key = FileManager.default.contents(atPath: credentials + "/" + Self.apiKeyCredential).map {
+                String(decoding: $0, as: UTF8.self)
+            }
         } else {
-            key = ProcessInfo.processInfo.environment["FLICKR_API_KEY"]
+            key = nil
         }
         let trimmed = key?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
         return trimmed.isEmpty ? nil : trimmed

@@ -4,7 +4,7 @@ import Foundation
 import Logging
 import ServiceLifecycle
 
-struct Run: AsyncParsableCommand {
+struct Run: AsyncParsableCommand, ConfiguredCommand {
     static let configuration = CommandConfiguration(
         abstract: "Record walks from gpsd until stopped.",
         discussion: """
@@ -15,6 +15,15 @@ struct Run: AsyncParsableCommand {
             --idle-gap seconds of GPS time.
             """
     )
+
+    /// Every option but --once (a replay switch the command line could not turn off again) and --config.
+    static let configKeys: Set<String> = [
+        "gpsd", "state-dir", "every", "gap", "idle-gap", "max-eph", "max-speed", "min-step", "photos-dir",
+        "api-key-file", "flickr-endpoint", "flickr-rate", "cache-dir", "cache-max", "thumb-size", "photo-retry-max",
+        "log-level",
+    ]
+
+    @OptionGroup var configOption: ConfigOption
 
     @Option(help: "gpsd address as HOST:PORT.")
     var gpsd: GPSDAddress = GPSDAddress(host: "127.0.0.1", port: "2947")
@@ -47,6 +56,23 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
+    @Flag(help: "Print the settings fieldlog would run with (the file's, then the command line's) and exit.")
+    var checkConfig = false
+
+    /// The settings as lines of a configuration file; an unset option as a comment.
+    var settingsText: String {
+        let settings: KeyValuePairs<String, String?> = [
+            "gpsd": gpsd.description, "state-dir": stateDirectory.path, "every": "\(every)", "gap": "\(gap)",
+            "idle-gap": "\(idleGap)", "max-eph": "\(maxEph)", "max-speed": "\(maxSpeed)", "min-step": "\(minStep)",
+            "photos-dir": photos.photosDir, "api-key-file": photos.apiKeyFile, "flickr-endpoint": photos.flickrEndpoint,
+            "flickr-rate": "\(photos.flickrRate)", "cache-dir": photos.cacheDir, "cache-max": "\(photos.cacheMax)",
+            "thumb-size": "\(photos.thumbSize)", "photo-retry-max": "\(photos.photoRetryMax)", "log-level": "\(logLevel)",
+        ]
+        return settings.map { key, value in
+            value.map { "\(key): \(ConfigFile.quoted($0))\n" } ?? "# \(key): (not set)\n"
+        }.joined()
+    }
+
     func validate() throws {
         try requirePositive(every, "--every", unit: "metres")
         try requirePositive(gap, "--gap", unit: "seconds")
@@ -62,6 +88,10 @@ struct Run: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if checkConfig {
+            print(settingsText, terminator: "")
+            return
+        }
         // One line per event with a <N> priority when stderr is the journal, plain text otherwise.
         LoggingSystem.bootstrap(JournaldLogHandler.standardError)
         var logger = Logger(label: "fieldlog")

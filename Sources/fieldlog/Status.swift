@@ -2,7 +2,7 @@ import ArgumentParser
 import FieldLog
 import Foundation
 
-struct Status: ParsableCommand {
+struct Status: ParsableCommand, ConfiguredCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show what the recorder is doing.",
         discussion: """
@@ -10,6 +10,10 @@ struct Status: ParsableCommand {
             whether the recorder is running and connected to gpsd.
             """
     )
+
+    static let configKeys: Set<String> = ["state-dir"]
+
+    @OptionGroup var configOption: ConfigOption
 
     @OptionGroup var stateDirectory: StateDirectoryOption
 

@@ -2,7 +2,7 @@ import ArgumentParser
 import FieldLog
 import Foundation
 
-struct Tail: ParsableCommand {
+struct Tail: ParsableCommand, ConfiguredCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show the latest walk as it is recorded.",
         discussion: """
@@ -13,6 +13,10 @@ struct Tail: ParsableCommand {
             is closed.
             """
     )
+
+    static let configKeys: Set<String> = ["state-dir"]
+
+    @OptionGroup var configOption: ConfigOption
 
     @OptionGroup var stateDirectory: StateDirectoryOption
 

@@ -1,11 +1,15 @@
 import ArgumentParser
 import FieldLog
 
-struct Walks: ParsableCommand {
+struct Walks: ParsableCommand, ConfiguredCommand {
     static let configuration = CommandConfiguration(
         abstract: "List recorded walks.",
         discussion: "One line per walk, oldest first: id, start and end (GPS time, UTC), distance, milestones."
     )
+
+    static let configKeys: Set<String> = ["state-dir"]
+
+    @OptionGroup var configOption: ConfigOption
 
     @OptionGroup var stateDirectory: StateDirectoryOption
 

@@ -169,6 +169,43 @@ struct PhotoTests {
         #expect(outcome.stderr.contains("no photo source"))
     }
 
+    /// As the systemd unit runs it: settings from a configuration file, the key from the credential.
+    @Test func configFileAndServiceCredentialDriveARun() async throws {
+        try await flickr.start()
+        let (capture, walk) = try walkWithPhotos()
+        let credentials = directory + "/credentials"
+        try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(
+            atPath: credentials + "/flickr-api-key", contents: Data((FakeFlickr.apiKey + "\n").utf8)))
+        let gpsd = try GPSFake(capture: capture, delay: 0.002, in: directory)
+        let config = directory + "/fieldlog.conf"
+        try """
+            # as an administrator would write it
+            gpsd: \(gpsd.address)
+            state-dir: \(state)
+            cache-dir: \(cache)
+            flickr-endpoint: \(flickr.endpoint)
+            photo-retry-max: 2
+            every: 200
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        // The command line wins over the file; an empty $FLICKR_API_KEY is no key.
+        let outcome = try fieldlog(
+            ["run", "--once", "--every", "250"], in: directory,
+            environment: ["FIELDLOG_CONFIG": config, "CREDENTIALS_DIRECTORY": credentials, "FLICKR_API_KEY": ""])
+        gpsd.wait()
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        let log = try walkLog()
+        #expect(log.points.last?.fix.time == walk.time)
+        #expect(log.every == 250)
+        #expect(log.milestones.count == Int(log.distance / 250) + 1)
+        #expect(log.photos.count == log.milestones.count, "the credential's key reached Flickr")
+        try expectKeyNowhere(outcome)
+        let walks = try fieldlog(["walks"], in: directory, environment: ["FIELDLOG_CONFIG": config])
+        #expect(walks.status == 0, "\(walks.stderr)")
+        #expect(walks.stdout.contains(log.id), "walks reads the state-dir of the file")
+        await flickr.stop()
+    }
+
     @Test func invalidKeyStopsAskingAndSaysSoButTheWalkGoesOn() async throws {
         try await flickr.start()
         let (capture, walk) = try walkWithPhotos()

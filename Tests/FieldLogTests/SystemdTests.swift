@@ -243,14 +243,11 @@ struct DeployTests {
         #expect(value("[Service] Group") == "fieldlog")
         #expect(value("[Service] StateDirectory") == "fieldlog")
         #expect(value("[Service] CacheDirectory") == "fieldlog")
-        #expect(value("[Service] EnvironmentFile") == "-/etc/default/fieldlog")
         #expect(value("[Service] LoadCredential") == "flickr-api-key:/etc/fieldlog/flickr-api-key")
         // Without a default, systemd 252 refuses to start the unit when the key file is missing.
         #expect(value("[Service] SetCredential")?.hasPrefix("flickr-api-key:") == true)
-        let exec = try #require(value("[Service] ExecStart"))
-        #expect(exec.hasPrefix("/usr/bin/fieldlog run "))
-        #expect(exec.contains("--api-key-file flickr-api-key"))
-        #expect(exec.hasSuffix("$FIELDLOG_OPTS"))
+        // Settings come from /etc/fieldlog/fieldlog.conf, the key from the credential of the name fieldlog looks for.
+        #expect(value("[Service] ExecStart") == "/usr/bin/fieldlog run")
         #expect(unit["[Unit] Wants"]?.contains("gpsd.socket") == true)
         #expect(unit["[Unit] After"]?.contains("gpsd.socket") == true)
         for key in ["[Unit] Wants", "[Unit] After", "[Unit] Requires"] {
@@ -266,13 +263,6 @@ struct DeployTests {
         #expect(unit["[Service] SystemCallFilter"]?.first == "@system-service")
         #expect(value("[Service] MemoryMax")?.isEmpty == false)
         #expect(value("[Install] WantedBy") == "multi-user.target")
-    }
-
-    @Test func defaultFileDocumentsFieldlogOpts() throws {
-        let text = try String(contentsOfFile: Harness.repository + "/deploy/fieldlog.default", encoding: .utf8)
-        let assignments = text.split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.allSatisfy(\.isWhitespace) }
-        #expect(assignments.count == 1)
-        #expect(assignments.first?.hasPrefix("FIELDLOG_OPTS=") == true)
     }
 
     /// The unit as systemd-analyze sees it on a system without fieldlog installed: ExecStart pointed at a stub

@@ -66,7 +66,8 @@ final class Child {
     private let errPath: String
     private var exitStatus: Int32?
 
-    /// `environment` adds to (or overrides) the test runner's environment.
+    /// `environment` adds to (or overrides) the test runner's environment, in which fieldlog reads no
+    /// configuration file unless told to.
     init(_ executable: String, _ arguments: [String], in directory: String, environment: [String: String] = [:]) throws {
         let id = UUID().uuidString.prefix(8)
         outPath = directory + "/child-\(id).out"
@@ -93,6 +94,8 @@ final class Child {
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
         var variables = ProcessInfo.processInfo.environment
+        // Not the settings of a fieldlog installed on this machine.
+        variables["FIELDLOG_CONFIG"] = "/dev/null"
         variables.merge(environment) { $1 }
         let envp = variables.map { strdup("\($0)=\($1)") } + [nil]
         defer { envp.forEach { free($0) } }

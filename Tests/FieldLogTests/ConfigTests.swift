@@ -1,0 +1,151 @@
+import FieldLog
+import Foundation
+import Testing
+
+/// fieldlog.conf: the parser's errors point at the line and key, and the real binary applies the file
+/// under the command line and refuses to run on a file it does not fully understand.
+struct ConfigTests {
+    let directory = Harness.temporaryDirectory()
+
+    func parse(_ text: String) throws(ConfigFileError) -> [ConfigFile.Entry] {
+        try ConfigFile(path: "f.conf", text: text).entries
+    }
+
+    func error(_ text: String) -> ConfigFileError? {
+        do {
+            _ = try parse(text)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func entriesKeepTheirTextAndLine() throws {
+        let entries = try parse("""
+            # comment
+
+            every: 50   # a trailing comment
+            gpsd: "[::1]:2948"
+            photos-dir: /srv/my photos
+            max-eph: 1e2
+            """)
+        #expect(entries == [
+            .init(key: "every", value: "50", line: 3),
+            .init(key: "gpsd", value: "[::1]:2948", line: 4),
+            .init(key: "photos-dir", value: "/srv/my photos", line: 5),
+            .init(key: "max-eph", value: "1e2", line: 6),
+        ])
+        #expect(try parse("").isEmpty)
+        #expect(try parse("# only comments\n\n").isEmpty)
+    }
+
+    @Test func errorsNameTheLineAndKey() {
+        #expect(error("gap: 3\nevery: [1, 2]\n") == .init(
+            path: "f.conf", line: 2, key: "every", problem: "expected a single value, not a list or a table"))
+        #expect(error("gap: 3\n\nevery:\n") == .init(path: "f.conf", line: 3, key: "every", problem: "has no value"))
+        #expect(error("every: ~\n")?.problem == "has no value")
+        #expect(error("gap: 3\nevery: 4\ngap: 5\n") == .init(
+            path: "f.conf", line: 3, key: "gap", problem: "given more than once"))
+        #expect(error("- every\n- gap\n")?.problem == "expected lines of `key: value`")
+        let broken = error("gap: 3\nevery: \"unterminated\nmore: 1\n")
+        #expect(broken?.line == 2 || broken?.line == 3 || broken?.line == 4)
+        #expect(broken?.problem.hasPrefix("not valid YAML") == true)
+        #expect(ConfigFileError(path: "/etc/fieldlog/fieldlog.conf", line: 7, key: "every", problem: "bad").description
+            == "/etc/fieldlog/fieldlog.conf:7: every: bad")
+    }
+
+    @Test func quotedValuesReadBackAsThemselves() throws {
+        for text in ["127.0.0.1:2947", "[::1]:2947", "/srv/my photos", "null", "", " lead", "a #b", "x: y", "\"q\"", "~"] {
+            let entries = try parse("k: " + ConfigFile.quoted(text))
+            #expect(entries.first?.value == text, "\(text)")
+        }
+        #expect(ConfigFile.quoted("/var/lib/fieldlog") == "/var/lib/fieldlog")
+    }
+
+    @Test func aMissingFileIsAnErrorOnlyWhenAskedFor() throws {
+        #expect(try ConfigFile.load(path: directory + "/none.conf", required: false) == nil)
+        #expect(throws: ConfigFileError(path: directory + "/none.conf", line: nil, key: nil, problem: "no such file")) {
+            try ConfigFile.load(path: directory + "/none.conf", required: true)
+        }
+    }
+
+    // MARK: the binary
+
+    func checkConfig(_ arguments: [String] = [], file: String? = nil) throws -> Outcome {
+        var environment: [String: String] = [:]
+        if let file {
+            let path = directory + "/fieldlog.conf"
+            try file.write(toFile: path, atomically: true, encoding: .utf8)
+            environment["FIELDLOG_CONFIG"] = path
+        }
+        return try fieldlog(["run", "--check-config"] + arguments, in: directory, environment: environment)
+    }
+
+    func settings(_ outcome: Outcome) -> [String: String] {
+        Dictionary(uniqueKeysWithValues: outcome.stdout.split(separator: "\n").compactMap { line in
+            line.firstRange(of: ": ").map { (String(line[..<$0.lowerBound]), String(line[$0.upperBound...])) }
+        })
+    }
+
+    @Test func theCommandLineWinsOverTheFile() throws {
+        let outcome = try checkConfig(["--every", "75"], file: "every: 50\ngap: 45\nlog-level: debug\n")
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        let values = settings(outcome)
+        #expect(values["every"] == "75.0")
+        #expect(values["gap"] == "45.0")
+        #expect(values["log-level"] == "debug")
+        #expect(values["idle-gap"] == "1800.0", "untouched settings keep their defaults")
+    }
+
+    @Test func anInvalidFileStopsFieldlogWithTheLineAndKey() throws {
+        for (file, message) in [
+            ("gap: 3\nevery: -5\n", "fieldlog.conf:2: every: --every must be a positive number of metres"),
+            ("gap: 3\nevry: 5\n", "fieldlog.conf:2: evry: not a setting of fieldlog"),
+            ("every: 50\nonce: true\n", "fieldlog.conf:2: once: not a setting"),
+            ("gap: 3\nevery: abc\n", "fieldlog.conf:2: every: The value 'abc' is invalid"),
+            ("gpsd: localhost\n", "fieldlog.conf:1: gpsd:"),
+            ("log-level: loud\n", "fieldlog.conf:1: log-level:"),
+        ] {
+            let outcome = try checkConfig(file: file)
+            #expect(outcome.status == 1, "\(file)")
+            #expect(outcome.stdout.isEmpty, "\(file)")
+            #expect(outcome.stderr.hasPrefix("fieldlog: \(directory)/"), "\(outcome.stderr)")
+            #expect(outcome.stderr.contains(message), "\(outcome.stderr)")
+        }
+        // Not even the reading commands run on a broken file.
+        try "every: [\n".write(toFile: directory + "/broken.conf", atomically: true, encoding: .utf8)
+        let walks = try fieldlog(["walks", "--config", directory + "/broken.conf"], in: directory)
+        #expect(walks.status == 1)
+        #expect(walks.stderr.contains("broken.conf:"))
+        let missing = try fieldlog(["run", "--config", directory + "/none.conf", "--check-config"], in: directory)
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("none.conf: no such file"))
+    }
+
+    /// deploy/fieldlog.conf lists every setting, commented out, with the default fieldlog really has; with
+    /// its lines uncommented it is a valid file.
+    @Test func theShippedExampleDocumentsEveryDefault() throws {
+        let defaults = try checkConfig(["--config", "/dev/null"])
+        #expect(defaults.status == 0, "\(defaults.stderr)")
+        let example = try String(contentsOfFile: Harness.repository + "/deploy/fieldlog.conf", encoding: .utf8)
+        let documented = example.split(separator: "\n").filter { $0.wholeMatch(of: /# [a-z-]+: \S.*/) != nil }
+            .map { $0.dropFirst(2) }
+        let exampleValues = Dictionary(uniqueKeysWithValues: documented.map { line in
+            let colon = line.firstIndex(of: ":")!
+            return (String(line[..<colon]), String(line[line.index(colon, offsetBy: 2)...]))
+        })
+        let defaultLines = defaults.stdout.split(separator: "\n")
+        #expect(exampleValues.count == defaultLines.count)
+        for line in defaultLines {
+            if line.hasPrefix("# ") {  // not set by default: the example shows a value to use
+                let key = String(line.dropFirst(2).prefix { $0 != ":" })
+                #expect(exampleValues[key] != nil, "\(key) is documented")
+            } else {
+                let key = String(line.prefix { $0 != ":" })
+                #expect("\(key): \(exampleValues[key] ?? "missing")" == line, "the example's default for \(key)")
+            }
+        }
+        let uncommented = try checkConfig(file: documented.joined(separator: "\n"))
+        #expect(uncommented.status == 0, "\(uncommented.stderr)")
+    }
+}
