@@ -97,6 +97,15 @@ struct ConfigTests {
         #expect(values["idle-gap"] == "1800.0", "untouched settings keep their defaults")
     }
 
+    @Test func flickrsRateLimitBindsFlickrOnly() throws {
+        let flickr = try checkConfig(["--flickr-rate", "100000"])
+        #expect(flickr.status != 0)
+        #expect(flickr.stderr.contains("1 to 3599"))
+        let mirror = try checkConfig(["--flickr-rate", "100000", "--flickr-endpoint", "http://127.0.0.1:8080/rest"])
+        #expect(mirror.status == 0, "\(mirror.stderr)")
+        #expect(settings(mirror)["flickr-rate"] == "100000")
+    }
+
     @Test func anInvalidFileStopsFieldlogWithTheLineAndKey() throws {
         for (file, message) in [
             ("gap: 3\nevery: -5\n", "fieldlog.conf:2: every: --every must be a positive number of metres"),

@@ -186,6 +186,47 @@ func decodeRejectsDamagedLines(line: String) {
     #expect(decode(line) == nil, "accepted \(line)")
 }
 
+/// The scanner is a shortcut only: wherever it answers, JSONDecoder reads the same record.
+@Test(arguments: everyKind.map(JournalCodec.encode) + [
+    #"{ "type" : "fix" , "time":"2026-11-18T09:46:40Z", "lat":4.7e1,"lon":-8.25E-1,"seg":0,"dist":0 }"#,
+    #"{"type":"fix","time":"2026-11-18T09:46:40.125Z","lat":-0.0,"lon":8,"seg":0,"dist":0,"alt":null}"#,
+    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":1.0,"dist":0}"#,
+    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":1e0,"dist":0}"#,
+    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":99999999999999999999,"dist":0}"#,
+    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":047,"lon":8,"seg":0,"dist":0}"#,
+    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47.,"lon":8,"seg":0,"dist":0}"#,
+    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":1e999,"lon":8,"seg":0,"dist":0}"#,
+    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":0,"dist":0,"anchor":false}"#,
+    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":0,"dist":0,"extra":1}"#,
+    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":0,"dist":0}x"#,
+    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":0,"dist":0,}"#,
+    #"{"type":"f\u0069x","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":0,"dist":0}"#,
+    #"{"type":"event","event":"resumed","wall":"2026-11-18T09:46:40Z","message":"caf\u00e9 \"quoted\""}"#,
+    #"{"type":"event","event":"resumed","wall":"2026-11-18T09:46:40Z","message":"café"}"#,
+    #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":1,"dist":2}"#,
+    #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":tru}"#,
+    #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":{"m":1}}"#,
+])
+func scannerAgreesWithJSONDecoder(line: String) {
+    var text = line
+    let scanned = text.withUTF8 { JournalLineScanner.scan($0) }
+    let decoded = try? JSONDecoder().decode(JournalLine.self, from: Data(line.utf8))
+    if let scanned {
+        #expect(decoded != nil, "the scanner accepted what JSONDecoder rejects: \(line)")
+        #expect(scanned.record == decoded?.record, "\(line)")
+    }
+    #expect(decode(line) == decoded?.record)
+}
+
+/// The lines that make up most of a journal take the fast path.
+@Test func fixLinesAreScanned() {
+    for record in everyKind {
+        guard case .point = record else { continue }
+        var line = JournalCodec.encode(record)
+        #expect(line.withUTF8 { JournalLineScanner.scan($0)?.record } == record)
+    }
+}
+
 @Test(arguments: everyKind)
 func everyTruncationOfALineIsRejected(record: JournalRecord) {
     let line = Array(JournalCodec.encode(record).utf8)

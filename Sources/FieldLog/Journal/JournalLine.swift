@@ -187,7 +187,14 @@ public enum JournalCodec {
     }
 
     public static func decode(_ line: Substring) -> JournalRecord? {
-        guard let line = try? JSONDecoder().decode(JournalLine.self, from: Data(line.utf8)) else { return nil }
-        return line.record
+        var text = String(line)
+        return text.withUTF8(decode)
+    }
+
+    /// The record on one line (without its newline): the scanner's fast path, JSONDecoder for the rest.
+    public static func decode(_ line: UnsafeBufferPointer<UInt8>) -> JournalRecord? {
+        if let scanned = JournalLineScanner.scan(line) { return scanned.record }
+        guard let decoded = try? JSONDecoder().decode(JournalLine.self, from: Data(line)) else { return nil }
+        return decoded.record
     }
 }

@@ -67,14 +67,20 @@ public struct WalkLog: Sendable {
     /// Parses a whole journal. Damaged lines are skipped and listed, never fatal.
     public static func parse(id: String, contents: [UInt8]) -> WalkLog {
         var log = WalkLog(id: id)
-        var lineNumber = 0
-        for line in contents.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
-            lineNumber += 1
-            if line.isEmpty { continue }
-            if let record = JournalCodec.decode(Substring(decoding: line, as: UTF8.self)) {
-                log.apply(record)
-            } else {
-                log.damagedLines.append(lineNumber)
+        contents.withUnsafeBufferPointer { bytes in
+            var lineNumber = 0
+            var start = 0
+            while start < bytes.count {
+                lineNumber += 1
+                let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
+                if end > start {
+                    if let record = JournalCodec.decode(UnsafeBufferPointer(rebasing: bytes[start..<end])) {
+                        log.apply(record)
+                    } else {
+                        log.damagedLines.append(lineNumber)
+                    }
+                }
+                start = end + 1
             }
         }
         return log
