@@ -1,0 +1,397 @@
+#!/usr/bin/env python3
+"""The daemon over a long walk, export, and start-up: fieldlog side by side with gpxlogger and gpsbabel.
+
+    bench/walkbench.py --fieldlog BIN [--hours 24] [--reps 3] [--work DIR] [--out bench/results]
+
+Writes daemon.md, export.md and startup.md into --out and prints them. Everything runs on this machine in
+this run; wall times depend on its load, so the load average is recorded, and CPU seconds (user + sys from
+wait4) are the figures to compare.
+"""
+import argparse
+import json
+import os
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from fake_flickr import API_KEY, FakeFlickr  # noqa: E402
+
+GPSFAKE = "/usr/bin/gpsfake"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def memory_kb(pid):
+    """(VmRSS, VmHWM) of a running process in KiB: resident now, and its peak so far. (A child's ru_maxrss
+    would count the Python process it was forked from.)"""
+    values = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(("VmRSS:", "VmHWM:")):
+                    values[line[:5]] = int(line.split()[1])
+    except OSError:
+        return None
+    return (values["VmRSS"], values["VmHWM"]) if len(values) == 2 else None
+
+
+def wait_rusage(proc, block=True):
+    """Reaps proc: (exit status, user+sys CPU seconds), or None if it still runs and not `block`.
+    (Popen.poll would reap it and lose its resource usage.)"""
+    pid, status, usage = os.wait4(proc.pid, 0 if block else os.WNOHANG)
+    if pid == 0:
+        return None
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage.ru_utime + usage.ru_stime
+
+
+def last_fix_time(journal: Path):
+    """GPS time (epoch seconds) of the last complete fix line of a journal, read from its tail."""
+    try:
+        with open(journal, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 4096))
+            tail = f.read().split(b"\n")[:-1]
+    except OSError:
+        return None
+    for raw in reversed(tail):
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            continue
+        if line.get("type") == "fix":
+            return parse_time(line["time"])
+    return None
+
+
+def parse_time(text):
+    return time.mktime(time.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+
+
+def start_gpsfake(capture, work):
+    port = free_port()
+    out = open(work / f"gpsfake-{port}.out", "wb")
+    proc = subprocess.Popen([GPSFAKE, "-1", "-p", "-q", "-c", "0", "-P", str(port), str(capture)],
+                            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    # gpsd listens within about 0.65 s; gpsfake starts replaying 1.4 s after it starts.
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            break
+        except OSError:
+            time.sleep(0.02)
+    return proc, port
+
+
+def stop(proc):
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def machine():
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    return f"{os.cpu_count()} cores ({cpu}), load average {os.getloadavg()[0]:.2f}"
+
+
+# --- the daemon ------------------------------------------------------------------------------------------
+
+def run_daemon(binary, capture, work, flickr):
+    """One replay of the capture through gpsfake into `fieldlog run --once`; returns its figures."""
+    run_dir = work / ("daemon-photos" if flickr else "daemon-plain")
+    shutil.rmtree(run_dir, ignore_errors=True)
+    state, cache = run_dir / "state", run_dir / "cache"
+    run_dir.mkdir(parents=True)
+    gpsfake, port = start_gpsfake(capture, work)
+    env = dict(os.environ, FIELDLOG_CONFIG="/dev/null", FLICKR_API_KEY=API_KEY if flickr else "")
+    args = [binary, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", str(state),
+            "--cache-dir", str(cache), "--photo-retry-max", "2"]
+    if flickr:
+        args += ["--flickr-endpoint", flickr.endpoint, "--flickr-rate", "100000000"]
+    started = time.monotonic()
+    proc = subprocess.Popen(args, env=env, stderr=open(run_dir / "fieldlog.log", "wb"))
+    samples = []  # (walked hours, RSS KiB)
+    walk_start = None
+    peak = 0
+    while (result := wait_rusage(proc, block=False)) is None:
+        memory = memory_kb(proc.pid)
+        journals = list(state.glob("*.jsonl"))
+        walked = last_fix_time(journals[0]) if journals else None
+        if memory:
+            peak = max(peak, memory[1])
+            if walked is not None:
+                walk_start = walk_start or walked
+                samples.append(((walked - walk_start) / 3600, memory[0]))
+        time.sleep(0.2)
+    status, cpu = result
+    wall = time.monotonic() - started
+    stop(gpsfake)
+    journal = next(state.glob("*.jsonl"))
+    lines = journal.read_bytes().splitlines()
+    records = [json.loads(l) for l in lines]
+    fixes = [r for r in records if r["type"] == "fix"]
+    walked_hours = (parse_time(fixes[-1]["time"]) - parse_time(fixes[0]["time"])) / 3600
+    photos = [r for r in records if r["type"] == "photo" and r.get("status") == "found"]
+    first_hour = [rss for hours, rss in samples if hours <= 1]
+    later = [rss for hours, rss in samples if hours > 1]
+    return {
+        "status": status, "cpu": cpu, "wall": wall, "peak_kb": peak, "walked_hours": walked_hours,
+        "fixes": len(fixes), "milestones": sum(r["type"] == "milestone" for r in records), "photos": len(photos),
+        "journal_bytes": journal.stat().st_size,
+        "rss_hour1_kb": max(first_hour) if first_hour else None,
+        "rss_after_kb": max(later) if later else None,
+        "rss_final_kb": samples[-1][1] if samples else None,
+        "rss_by_hour": hourly(samples),
+        "journal": journal,
+    }
+
+
+def hourly(samples):
+    by_hour = {}
+    for hours, rss in samples:
+        by_hour[int(hours)] = max(by_hour.get(int(hours), 0), rss)
+    return [by_hour[h] for h in sorted(by_hour)]
+
+
+def run_gpxlogger(capture, work):
+    gpsfake, port = start_gpsfake(capture, work)
+    out = work / "gpxlogger.gpx"
+    started = time.monotonic()
+    proc = subprocess.Popen(["gpxlogger", "-e", "sockets", "-f", str(out), f"127.0.0.1:{port}"],
+                            stderr=subprocess.DEVNULL)
+    samples = []
+    peak = 0
+    while (result := wait_rusage(proc, block=False)) is None:
+        memory = memory_kb(proc.pid)
+        if memory:
+            samples.append(memory[0])
+            peak = max(peak, memory[1])
+        time.sleep(0.2)
+    status, cpu = result
+    wall = time.monotonic() - started
+    stop(gpsfake)
+    return {"status": status, "cpu": cpu, "wall": wall, "peak_kb": peak,
+            "rss_final_kb": samples[-1] if samples else None, "points": out.read_bytes().count(b"<trkpt")}
+
+
+def spread(values, fmt="{:.2f}"):
+    return f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}–{fmt.format(max(values))})"
+
+
+def daemon_section(binary, capture, work, reps, jpeg):
+    flickr = FakeFlickr(jpeg)
+    photo_runs, plain_runs, gpx_runs = [], [], []
+    load_before = os.getloadavg()[0]
+    for rep in range(reps):
+        photo_runs.append(run_daemon(binary, capture, work, flickr))
+        plain_runs.append(run_daemon(binary, capture, work, None))
+        gpx_runs.append(run_gpxlogger(capture, work))
+        print(f"  daemon rep {rep + 1}/{reps}: fieldlog {photo_runs[-1]['cpu']:.2f} s CPU with photos, "
+              f"{plain_runs[-1]['cpu']:.2f} s without; gpxlogger {gpx_runs[-1]['cpu']:.2f} s", file=sys.stderr)
+    flickr.stop()
+    hours = photo_runs[0]["walked_hours"]
+    mb = lambda kb: kb / 1024  # noqa: E731
+    rows = [
+        ("fieldlog run, photos from the fake Flickr", photo_runs),
+        ("fieldlog run, no photo source", plain_runs),
+    ]
+    text = [f"### The daemon over a {hours:.1f}-hour walk at 1 Hz\n",
+            f"Replay: `bench/walk.py` ({photo_runs[0]['fixes']} fixes, {photo_runs[0]['milestones']} milestones), "
+            "through gpsfake (`-c 0`, as fast as gpsd takes it) into `fieldlog run --once` (release build), "
+            f"{reps} repetitions, medians (min–max). Machine: {machine()}; load average {load_before:.2f} before.\n",
+            "| run | CPU s per walked hour | peak RSS MB | RSS MB: hour 1 / after / final | growth after hour 1 MB | "
+            "journal KB per hour | photos | photos per s | wall s |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for name, runs in rows:
+        text.append(
+            f"| {name} | {spread([r['cpu'] / r['walked_hours'] for r in runs], '{:.3f}')} "
+            f"| {spread([mb(r['peak_kb']) for r in runs], '{:.1f}')} "
+            f"| {mb(runs[0]['rss_hour1_kb'] or 0):.1f} / {mb(runs[0]['rss_after_kb'] or 0):.1f} / "
+            f"{mb(runs[0]['rss_final_kb'] or 0):.1f} "
+            f"| {spread([mb((r['rss_after_kb'] or 0) - (r['rss_hour1_kb'] or 0)) for r in runs], '{:.2f}')} "
+            f"| {statistics.median([r['journal_bytes'] / r['walked_hours'] / 1024 for r in runs]):.0f} "
+            f"| {runs[0]['photos']} "
+            f"| {spread([r['photos'] / r['wall'] for r in runs], '{:.1f}')} "
+            f"| {spread([r['wall'] for r in runs], '{:.0f}')} |")
+    text.append(
+        f"| gpxlogger (gpsd's own logger, GPX out) | {spread([r['cpu'] / hours for r in gpx_runs], '{:.3f}')} "
+        f"| {spread([mb(r['peak_kb']) for r in gpx_runs], '{:.1f}')} | – / – / {mb(gpx_runs[0]['rss_final_kb'] or 0):.1f} "
+        f"| – | – | – | – | {spread([r['wall'] for r in gpx_runs], '{:.0f}')} |")
+    ratio = statistics.median([r["cpu"] for r in plain_runs]) / max(1e-9, statistics.median([r["cpu"] for r in gpx_runs]))
+    text.append("")
+    text.append(f"fieldlog without photos uses {ratio:.1f}× gpxlogger's CPU on the same replay "
+                "(gpxlogger only writes GPX; fieldlog also filters, measures, journals with fsync and keeps status.json).")
+    text.append("RSS (MB) at the end of each walked hour, first photo run: "
+                + ", ".join(f"{mb(kb):.1f}" for kb in photo_runs[0]["rss_by_hour"]) + ".")
+    return "\n".join(text) + "\n", photo_runs[0]["journal"]
+
+
+# --- export ----------------------------------------------------------------------------------------------
+
+def timed(args, reps):
+    """Runs a command `reps` times under GNU time: wall and CPU seconds, and its peak RSS in KiB (from time,
+    which forks it from a small process, unlike Python)."""
+    cpus, walls, peaks = [], [], []
+    for _ in range(reps):
+        started = time.monotonic()
+        proc = subprocess.Popen(["/usr/bin/time", "-f", "%M", "--", *args],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        errors = proc.stderr.read().decode()
+        # wait4 on time reports its CPU and that of the command it waited for, to the microsecond.
+        status, cpu = wait_rusage(proc)
+        walls.append(time.monotonic() - started)
+        if status != 0:
+            raise SystemExit(f"{args[0]} failed: {errors}")
+        cpus.append(cpu)
+        peaks.append(int(errors.strip().splitlines()[-1]))
+    return {"cpu": cpus, "wall": walls, "peak": peaks}
+
+
+def export_section(binary, journal, work, reps):
+    state = journal.parent
+    out = work / "export"
+    out.mkdir(exist_ok=True)
+    env_args = ["--config", "/dev/null", "--state-dir", str(state)]
+    results = {}
+    for fmt in ["json", "gpx", "geojson"]:
+        results[f"fieldlog export → {fmt}"] = timed(
+            [binary, "export", *env_args, str(out / f"walk.{fmt}")], reps)
+    gpx = out / "walk.gpx"
+    for fmt, name in [("geojson", "walk-babel.geojson"), ("kml", "walk-babel.kml")]:
+        results[f"gpsbabel GPX → {fmt}"] = timed(
+            ["gpsbabel", "-i", "gpx", "-f", str(gpx), "-o", fmt, "-F", str(out / name)], reps)
+    points = gpx.read_bytes().count(b"<trkpt")
+    base = statistics.median(results["fieldlog export → geojson"]["wall"])
+    text = [f"### Export of the walk ({points} track points, journal {journal.stat().st_size / 1e6:.1f} MB)\n",
+            f"Each command {reps} times, medians (min–max); gpsbabel converts fieldlog's own GPX export of the walk. "
+            f"Machine: {machine()}.\n",
+            "| command | wall s | CPU s | peak RSS MB | wall vs fieldlog → geojson |", "|---|---|---|---|---|"]
+    for name, r in results.items():
+        text.append(f"| {name} | {spread(r['wall'], '{:.3f}')} | {spread(r['cpu'], '{:.3f}')} "
+                    f"| {statistics.median(r['peak']) / 1024:.1f} | {statistics.median(r['wall']) / base:.1f}× |")
+    return "\n".join(text) + "\n"
+
+
+# --- start-up --------------------------------------------------------------------------------------------
+
+class FakeGPSD:
+    """Just enough of gpsd for a start-up measurement: a VERSION banner, then a fix every 10 ms once the
+    client has asked to watch."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen()
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.client, args=(conn,), daemon=True).start()
+
+    def client(self, conn):
+        try:
+            conn.sendall(b'{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}\r\n')
+            conn.recv(4096)
+            start = time.time()
+            for i in range(1000):
+                stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(start + i)) + ".000Z"
+                tpv = {"class": "TPV", "device": "/dev/ttyFAKE", "mode": 3, "time": stamp,
+                       "lat": 55.9486 + i * 1e-5, "lon": -3.1999, "altHAE": 61.0, "eph": 5.0}
+                conn.sendall(json.dumps(tpv, separators=(",", ":")).encode() + b"\r\n")
+                time.sleep(0.01)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def stop(self):
+        self.sock.close()
+
+
+def startup_section(binary, work, reps):
+    gpsd = FakeGPSD()
+    firsts, helps = [], []
+    for rep in range(reps):
+        state = work / f"startup-{rep}"
+        shutil.rmtree(state, ignore_errors=True)
+        started = time.monotonic()
+        proc = subprocess.Popen([binary, "run", "--config", "/dev/null", "--gpsd", f"127.0.0.1:{gpsd.port}",
+                                 "--state-dir", str(state)], stderr=subprocess.DEVNULL)
+        first = None
+        while first is None and time.monotonic() - started < 30:
+            for journal in state.glob("*.jsonl"):
+                if b'"type":"fix"' in journal.read_bytes():
+                    first = time.monotonic() - started
+            time.sleep(0.001)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+        firsts.append(first)
+        helps.append(timed([binary, "--help"], 1)["wall"][0])
+    gpsd.stop()
+    size = Path(binary).stat().st_size
+    stripped = work / "fieldlog.stripped"
+    subprocess.run(["strip", "-o", str(stripped), binary], check=True)
+    text = ["### Start-up and size\n",
+            f"{reps} starts against a fake gpsd on loopback that sends a fix every 10 ms; medians (min–max). "
+            f"Machine: {machine()}.\n",
+            "| measure | value |", "|---|---|",
+            f"| `fieldlog run`: process start to the first fix in the journal (fsynced) | {spread([f * 1000 for f in firsts], '{:.0f}')} ms |",
+            f"| `fieldlog --help` | {spread([h * 1000 for h in helps], '{:.0f}')} ms |",
+            f"| release binary (static Swift runtime), as built / stripped | {size / 1e6:.1f} MB / {stripped.stat().st_size / 1e6:.1f} MB |",
+            f"| gpxlogger binary, for scale | {Path(shutil.which('gpxlogger')).stat().st_size / 1e3:.0f} KB (+ libgps) |"]
+    return "\n".join(text) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--fieldlog", required=True)
+    parser.add_argument("--hours", type=float, default=24)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--work", default=".build-bench/walk")
+    parser.add_argument("--out", default=str(HERE / "results"))
+    parser.add_argument("--jpeg", default=str(HERE.parent / "demo/photos/Bridge_by_Sander_Klootwijk.jpg"))
+    args = parser.parse_args()
+    work, out = Path(args.work).resolve(), Path(args.out)
+    work.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    capture = work / f"walk-{args.hours:g}h.nmea"
+    if not capture.exists():
+        subprocess.run([sys.executable, str(HERE / "walk.py"), str(args.hours), str(capture)], check=True)
+    binary = str(Path(args.fieldlog).resolve())
+    daemon, journal = daemon_section(binary, capture, work, args.reps, Path(args.jpeg))
+    sections = {"daemon.md": daemon, "export.md": export_section(binary, journal, work, max(5, args.reps)),
+                "startup.md": startup_section(binary, work, max(5, args.reps))}
+    for name, text in sections.items():
+        (out / name).write_text(text)
+        print(text)
+
+
+if __name__ == "__main__":
+    main()
