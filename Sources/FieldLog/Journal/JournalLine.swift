@@ -34,6 +34,8 @@ struct JournalLine: Codable {
     var taken: String?
     var cache: String?
     var radius: Double?
+    /// `time` already parsed, by the scanner, which leaves `time` unset (not a JSON field).
+    var parsedTime: Double?
 
     enum CodingKeys: String, CodingKey {
         case type, walk, time, wall, lat, lon, alt, eph, mode, seg, dist, anchor, index, gap, every, event, message
@@ -113,7 +115,7 @@ struct JournalLine: Codable {
 
     /// The record this line holds, or nil when a field it needs is missing or malformed.
     var record: JournalRecord? {
-        let parsedTime = time.flatMap(Timestamp.parse)
+        let parsedTime = parsedTime ?? time.flatMap(Timestamp.parse)
         switch type {
         case "walk_start":
             guard let walk, let parsedTime, let every, every > 0 else { return nil }
@@ -193,7 +195,7 @@ public enum JournalCodec {
 
     /// The record on one line (without its newline): the scanner's fast path, JSONDecoder for the rest.
     public static func decode(_ line: UnsafeBufferPointer<UInt8>) -> JournalRecord? {
-        if let scanned = JournalLineScanner.scan(line) { return scanned.record }
+        if let scanned = JournalLineScanner.scan(line) { return scanned }
         guard let decoded = try? JSONDecoder().decode(JournalLine.self, from: Data(line)) else { return nil }
         return decoded.record
     }

@@ -55,10 +55,11 @@ public struct JournalStore: Sendable {
 
     public func read(_ id: String) throws(JournalError) -> WalkLog {
         let path = path(for: id)
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw JournalError(.cannotRead, path: path)
+        do {
+            return WalkLog.parse(id: id, contents: try FileIO.readAll(path))
+        } catch {
+            throw JournalError(.cannotRead, path: path, reason: error.reason)
         }
-        return WalkLog.parse(id: id, contents: [UInt8](data))
     }
 
     /// A new, unused walk id for a walk starting at `time`: `20260522T094736Z`, with a suffix if taken.

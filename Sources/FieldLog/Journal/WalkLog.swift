@@ -67,6 +67,8 @@ public struct WalkLog: Sendable {
     /// Parses a whole journal. Damaged lines are skipped and listed, never fatal.
     public static func parse(id: String, contents: [UInt8]) -> WalkLog {
         var log = WalkLog(id: id)
+        // Fix lines are about 140 bytes and most of a journal.
+        log.points.reserveCapacity(contents.count / 128)
         contents.withUnsafeBufferPointer { bytes in
             var lineNumber = 0
             var start = 0

@@ -20,6 +20,37 @@ public enum FileIO {
         return nil
     }
 
+    /// The whole contents of `path`, read straight into one array (no Data in between: journals of long
+    /// walks are megabytes, and export reads them whole).
+    public static func readAll(_ path: String) throws(FileIOError) -> [UInt8] {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw FileIOError(path: path, reason: String(cString: strerror(errno))) }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw FileIOError(path: path, reason: String(cString: strerror(errno))) }
+        var failure: Int32 = 0
+        func fill(_ buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+            var filled = 0
+            while filled < buffer.count {
+                let got = read(descriptor, buffer.baseAddress! + filled, buffer.count - filled)
+                if got < 0 && errno == EINTR { continue }
+                if got < 0 { failure = errno }
+                if got <= 0 { break }
+                filled += got
+            }
+            return filled
+        }
+        var bytes = [UInt8](unsafeUninitializedCapacity: Int(status.st_size)) { $1 = fill($0) }
+        // A journal being recorded grows while it is read: take what came after fstat too.
+        while failure == 0 && bytes.count == bytes.capacity {
+            let more = [UInt8](unsafeUninitializedCapacity: 1 << 16) { $1 = fill($0) }
+            if more.isEmpty { break }
+            bytes += more
+        }
+        if failure != 0 { throw FileIOError(path: path, reason: String(cString: strerror(failure))) }
+        return bytes
+    }
+
     /// Replaces `path` whole: writes a temporary file beside it and renames it over `path`, so readers see
     /// the old file or the new one, never half. `durable` also syncs the data before the rename.
     public static func replace(_ path: String, with bytes: some Collection<UInt8>, durable: Bool) throws(FileIOError) {

@@ -25,7 +25,12 @@ public enum Timestamp {
 
     /// Parses what `format` writes, and any RFC 3339 time with a `Z` or numeric offset.
     public static func parse(_ text: String) -> Double? {
-        let bytes = Array(text.utf8)
+        var text = text
+        return text.withUTF8(parse)
+    }
+
+    /// `parse` on UTF-8 bytes: the journal scanner reads times without making Strings of them.
+    public static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Double? {
         func number(_ start: Int, _ count: Int) -> Int? {
             guard start + count <= bytes.count else { return nil }
             var value = 0
