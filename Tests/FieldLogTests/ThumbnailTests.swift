@@ -321,13 +321,32 @@ func adobeCMYKBecomesRGB() throws {
     #expect(image[97, 97, 0] < 40 && image[97, 97, 1] < 40 && image[97, 97, 2] < 40)
 }
 
-@Test func stoppingAfterTheDCScansChangesNothingAtOneEighth() throws {
+@Test(.enabled(if: djpegAvailable))
+func decodingOnlyTheFirstDCScanChangesAlmostNothingAtOneEighth() throws {
+    // p27 sends its DC coefficients in two scans, the first without their last bit, the seventh with it:
+    // the shortcut reads only the first. Its 1/8 decode then lacks that bit (under a grey level) and the
+    // first AC coefficients of the subsampled chroma, with which libjpeg would interpolate it.
     let bytes = try photo("p27_life_orient6")
-    var full = Thumbnailer(size: 100)
-    full.stopsAfterDCScans = false
-    let shortcut = try Thumbnailer(size: 100).thumbnail(of: bytes)
+    var full = Thumbnailer(size: 100, quality: 95)
+    full.readsOnlyNeededScans = false
+    let shortcut = try Thumbnailer(size: 100, quality: 95).thumbnail(of: bytes)
     #expect(shortcut.width == 67 && shortcut.height == 100)
-    #expect(shortcut.jpeg == (try full.thumbnail(of: bytes)).jpeg)
+    let quality = try psnr(decode(shortcut.jpeg), decode(full.thumbnail(of: bytes).jpeg))
+    #expect(quality > 38, "PSNR \(quality) dB between the shortcut and the full decode")
+}
+
+@Test(.enabled(if: djpegAvailable))
+func aTwoEighthsDecodeReadsOnlyTheFirstScans() throws {
+    // At 2/8 the decode needs each block's first four coefficients: libjpeg's scan order sends them (less
+    // their last bits) in the first four of its ten scans, which is where reading stops.
+    let bytes = try photo("p27_life_orient6")
+    var full = Thumbnailer(quality: 95)
+    full.readsOnlyNeededScans = false
+    let partial = try Thumbnailer(quality: 95).thumbnail(of: bytes)
+    let quality = try psnr(decode(partial.jpeg), decode(full.thumbnail(of: bytes).jpeg))
+    #expect(quality > 36, "PSNR \(quality) dB between the partial and the full decode")
+    expectFailure(.tooManyScans, bytes, with: Thumbnailer(maxScans: 3))
+    #expect(throws: Never.self) { try Thumbnailer(maxScans: 4).thumbnail(of: bytes) }
 }
 
 // MARK: - Files that are not photos, or not whole
@@ -394,9 +413,31 @@ func adobeCMYKBecomesRGB() throws {
 @Test func progressiveScanLimitsHold() throws {
     // A real progressive file has about ten scans: a lower limit trips in the full decode ...
     expectFailure(.tooManyScans, try photo("p09_ela_original"), with: Thumbnailer(maxScans: 5))
-    // ... and in the 1/8 shortcut, whose DC refinement scan comes seventh in this file.
-    expectFailure(.tooManyScans, try photo("p27_life_orient6"), with: Thumbnailer(size: 100, maxScans: 3))
+    var full = Thumbnailer(size: 100, maxScans: 3)
+    full.readsOnlyNeededScans = false
+    expectFailure(.tooManyScans, try photo("p27_life_orient6"), with: full)
+    // ... while a 1/8 decode reads only this file's first scan, which holds all its DC coefficients.
+    #expect(throws: Never.self) {
+        try Thumbnailer(size: 100, maxScans: 1).thumbnail(of: photo("p27_life_orient6"))
+    }
     #expect(throws: Never.self) { try Thumbnailer(maxScans: 10).thumbnail(of: photo("p27_life_orient6")) }
+}
+
+@Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/jpegtran")))
+func theShortcutCountsTheScansItReads() throws {
+    // The same photo rewritten (losslessly) with one DC scan per component: the shortcut needs three.
+    let directory = Harness.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let script = "0: 0 0 0 0;\n1: 0 0 0 0;\n2: 0 0 0 0;\n0: 1 63 0 0;\n1: 1 63 0 0;\n2: 1 63 0 0;\n"
+    try Data(script.utf8).write(to: URL(fileURLWithPath: directory + "/scans.txt"))
+    let source = Harness.fixtures + "/photos/p27_life_orient6.jpg"
+    let arguments = ["-scans", directory + "/scans.txt", "-outfile", directory + "/out.jpg", source]
+    let outcome = try Child("/usr/bin/jpegtran", arguments, in: directory).wait(timeout: 60)
+    try #require(outcome.status == 0, "jpegtran failed: \(outcome.stderr)")
+    let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: directory + "/out.jpg")))
+    expectFailure(.tooManyScans, bytes, with: Thumbnailer(size: 100, maxScans: 2))
+    let thumbnail = try Thumbnailer(size: 100, maxScans: 3).thumbnail(of: bytes)
+    #expect(thumbnail.width == 100 && thumbnail.height == 67)
 }
 
 @Test func aRepeatedScanBombIsStoppedEvenAboveThePixelLimit() throws {

@@ -16,9 +16,12 @@
 // - Grayscale stays grayscale; YCbCr and RGB become RGB; CMYK and YCCK are converted to RGB without a
 //   colour profile (Adobe-style inverted CMYK when the file has an Adobe marker, as Photoshop writes
 //   it); other colour spaces and 12-bit data are CJPEG_UNSUPPORTED.
-// - When a progressive file needs only the 1/8 scale, decoding stops after the DC scans; the rest of the
-//   file is not decoded, so damage there goes unseen, but a file cut short is still rejected: it must
-//   still hold an end-of-image marker after the DC scans.
+// - Decode scale (libjpeg's DCT scaling): the smallest of 1/8, 2/8, 4/8, 8/8 that is at least twice the
+//   thumbnail, then an area average. At 1/8 and 2/8, progressive files are read only until every
+//   component's coefficients that the scale needs have arrived (to within their last bit or two, which
+//   encoders send in later refinement scans): usually the first scan at 1/8, the first four at 2/8. The
+//   rest of the file is not decoded, so damage there goes unseen, but a file cut short is still rejected:
+//   it must still hold an end-of-image marker after the scans that were read.
 #ifndef CJPEG_H
 #define CJPEG_H
 
@@ -46,7 +49,10 @@ typedef struct {
     int64_t max_pixels;         // width * height of the source, checked after the header
     int max_scans;              // progressive scans allowed
     int64_t max_memory;         // bytes libjpeg may allocate for decoding (0: no cap)
-    bool dc_only;               // allow stopping a progressive decode after the DC scans at 1/8 scale
+    bool dc_only;               // allow reading progressive files only as far as the scale needs (see above;
+                                // named when that was only the DC scans at 1/8)
+    bool keep_memory;           // leave the memory of a large progressive decode to the allocator for the
+                                // next call instead of giving it back to the system (see cjpeg_reuse_memory)
 } cjpeg_options;
 
 typedef struct {
@@ -59,7 +65,8 @@ typedef struct {
     int orientation;            // EXIF orientation 1...8 that was applied (1 when absent or invalid)
     int components;             // 1 grayscale or 3 RGB, in the thumbnail
     int scale_eighths;          // libjpeg's DCT scaling used for the decode: 1...8 (/8)
-    bool dc_only;               // the decode stopped after the DC scans
+    bool dc_only;               // a 1/8 decode of a progressive file, from its DC scans (if partial)
+    bool partial;               // a progressive decode that stopped before the end of the file
     char message[256];          // on failure: what happened, for a person; on success: a tolerated warning or ""
 } cjpeg_result;
 
@@ -69,6 +76,13 @@ int cjpeg_thumbnail(const uint8_t *data, size_t size, const cjpeg_options *optio
 
 /// Releases result->jpeg (safe to call on a failed or zeroed result, and twice).
 void cjpeg_result_free(cjpeg_result *result);
+
+/// For programs that make many thumbnails in a row: has glibc's malloc keep large freed blocks (up to
+/// 256 MiB) in the heap for reuse instead of unmapping them, so that each progressive file's coefficient
+/// buffer does not fault in fresh pages (a third of the CPU time on the benchmark corpus). Process-wide
+/// (mallopt) and for good: a long-running program that must give memory back after each thumbnail should
+/// not call it. Use with keep_memory. Does nothing without glibc.
+void cjpeg_reuse_memory(void);
 
 /// libjpeg-turbo's version as a number, e.g. 2001005 for 2.1.5 (0 if built against another libjpeg).
 int cjpeg_library_version(void);
