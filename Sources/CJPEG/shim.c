@@ -30,29 +30,20 @@ typedef struct {
     cjpeg_context *context;
 } cjpeg_progress_mgr;
 
-// Area average with fractional coverage from in_w x in_h to out_w x out_h, fed one source row at a time:
-// memory is a few rows plus the small output, whatever the source size. Each decoded sample stands for
-// the mean of its cell; inside the cell the image is taken to be linear, with the slope of the central
-// difference of its neighbours (the cell's mean is kept), and each output sample is the exact integral
-// of that over its area. Cells an output covers whole count with their value; only the cells cut by an
-// output's edges differ from a plain box filter. That matters when the decode is only 1-2x the output
-// (a 1/8 DCT-scaled decode is a grid of 8x8 block means): up to 3 dB closer to an area average of the
-// full image before encoding, at the cost of two more taps per output sample.
-// Coordinates are kept as integers in units of 1/out_w (columns) and 1/out_h (rows), so the last output
-// row and column end exactly where the source does.
+// Area average (box filter with exact fractional coverage) from in_w x in_h to out_w x out_h, fed one
+// source row at a time: memory is a few rows plus the small output, whatever the source size.
+// Coordinates are kept as integers in units of 1/out_w (columns) and 1/out_h (rows), so the last
+// output row and column end exactly where the source does.
 typedef struct {
     int in_w, in_h, out_w, out_h, channels;
-    int *x_first;       // out_w: first source column an output column reads
-    int *x_count;       // out_w: how many it reads
+    int *x_first;       // out_w: first source column of each output column
+    int *x_count;       // out_w: how many source columns it covers (partly)
     int *x_offset;      // out_w: where its weights start in x_weights
-    float *x_weights;   // summing to 1 per output column
-    float *rows[3];     // out_w * channels each: source rows reduced horizontally
-    int above, current; // which of rows hold the row being added (done_y) and the one above it
-    float *slope;       // out_w * channels: half the difference of rows y+1 and y-1
+    float *x_weights;   // coverage of each source column, summing to 1 per output column
+    float *row;         // out_w * channels: the current source row, reduced horizontally
     float *sum;         // out_w * channels: the output row being accumulated
     uint8_t *pixels;    // out_w * out_h * channels: the result
     int in_y;           // source rows pushed
-    int done_y;         // source rows added to the output (one behind in_y: each needs the next)
     int out_y;          // output rows finished
 } cjpeg_resampler;
 
@@ -279,12 +270,6 @@ static int exif_orientation(j_decompress_ptr decoder) {
 
 // MARK: - Resampling
 
-// Where the piece [start, end) of source cell i (both in units of 1/out) lies relative to the cell's
-// centre, in cells: the weight of the neighbours' difference in the piece's integral.
-static double piece_offset(int64_t start, int64_t end, int64_t i, int out) {
-    return ((double)(start + end) / 2.0 - ((double)i + 0.5) * out) / out;
-}
-
 static void resampler_init(cjpeg_context *context, int in_w, int in_h, int out_w, int out_h, int channels) {
     cjpeg_resampler *r = &context->resampler;
     if (out_w > in_w || out_h > in_h || out_w < 1 || out_h < 1) {
@@ -295,39 +280,26 @@ static void resampler_init(cjpeg_context *context, int in_w, int in_h, int out_w
     r->out_w = out_w;
     r->out_h = out_h;
     r->channels = channels;
-    const size_t row = (size_t)out_w * channels;
-    // An output column covers at most in_w / out_w + 1 cells (partly), and reads one more each side.
-    const size_t weights = (size_t)in_w + 4 * (size_t)out_w;
     r->x_first = allocate(context, (size_t)out_w, sizeof(int));
     r->x_count = allocate(context, (size_t)out_w, sizeof(int));
     r->x_offset = allocate(context, (size_t)out_w, sizeof(int));
-    r->x_weights = allocate(context, weights, sizeof(float));
-    for (int k = 0; k < 3; k++) r->rows[k] = allocate(context, row, sizeof(float));
-    r->slope = allocate(context, row, sizeof(float));
-    r->sum = allocate(context, row, sizeof(float));
+    r->x_weights = allocate(context, (size_t)in_w + (size_t)out_w, sizeof(float));
+    r->row = allocate(context, (size_t)out_w * channels, sizeof(float));
+    r->sum = allocate(context, (size_t)out_w * channels, sizeof(float));
     r->pixels = allocate(context, (size_t)out_w * out_h, (size_t)channels);
-    double *w = allocate(context, (size_t)in_w, sizeof(double));   // one output column's weights, by cell
     int offset = 0;
     for (int x = 0; x < out_w; x++) {
         int64_t left = (int64_t)x * in_w, right = (int64_t)(x + 1) * in_w;     // in units of 1/out_w
         int first = (int)(left / out_w), last = (int)((right - 1) / out_w);
-        int lo = first > 0 ? first - 1 : 0, hi = last < in_w - 1 ? last + 1 : in_w - 1;
-        for (int i = lo; i <= hi; i++) w[i] = 0;
+        r->x_first[x] = first;
+        r->x_count[x] = last - first + 1;
+        r->x_offset[x] = offset;
         for (int i = first; i <= last; i++) {
             int64_t start = (int64_t)i * out_w > left ? (int64_t)i * out_w : left;
             int64_t end = (int64_t)(i + 1) * out_w < right ? (int64_t)(i + 1) * out_w : right;
-            double length = (double)(end - start) / (double)in_w;
-            double tilt = 0.5 * length * piece_offset(start, end, i, out_w);
-            w[i] += length;
-            w[i < in_w - 1 ? i + 1 : i] += tilt;
-            w[i > 0 ? i - 1 : i] -= tilt;
+            r->x_weights[offset++] = (float)((double)(end - start) / (double)in_w);
         }
-        r->x_first[x] = lo;
-        r->x_count[x] = hi - lo + 1;
-        r->x_offset[x] = offset;
-        for (int i = lo; i <= hi; i++) r->x_weights[offset++] = (float)w[i];
     }
-    free(w);
 }
 
 static void resampler_emit(cjpeg_resampler *r) {
@@ -388,49 +360,23 @@ static void reduce_row(const cjpeg_resampler *r, const uint8_t *restrict source,
     }
 }
 
-static void add_piece(float *restrict sum, const float *restrict row, const float *restrict slope, float length,
-                      float tilt, size_t count) {
-    for (size_t k = 0; k < count; k++) sum[k] += length * row[k] + tilt * slope[k];
+static void add_row(float *restrict sum, const float *restrict row, float weight, size_t count) {
+    for (size_t k = 0; k < count; k++) sum[k] += weight * row[k];
 }
 
-// Adds source row done_y to the outputs it overlaps, given the rows above and below it (itself at the edges).
-static void resampler_add(cjpeg_resampler *r, const float *above, const float *row, const float *below) {
-    const size_t count = (size_t)r->out_w * r->channels;
-    float *restrict slope = r->slope;
-    for (size_t k = 0; k < count; k++) slope[k] = 0.5f * (below[k] - above[k]);
+static void resampler_push(cjpeg_resampler *r, const uint8_t *source) {
+    reduce_row(r, source, r->row);
     // Rows in units of 1/out_h: source row y is [y*out_h, (y+1)*out_h), output row o is [o*in_h, (o+1)*in_h).
-    const int64_t y = r->done_y;
-    int64_t top = y * r->out_h, bottom = top + r->out_h;
+    int64_t top = (int64_t)r->in_y * r->out_h, bottom = top + r->out_h;
+    const size_t count = (size_t)r->out_w * r->channels;
     while (top < bottom && r->out_y < r->out_h) {
         int64_t boundary = (int64_t)(r->out_y + 1) * r->in_h;
         int64_t end = bottom < boundary ? bottom : boundary;
-        double length = (double)(end - top) / (double)r->in_h;
-        add_piece(r->sum, row, slope, (float)length, (float)(length * piece_offset(top, end, y, r->out_h)), count);
+        add_row(r->sum, r->row, (float)((double)(end - top) / (double)r->in_h), count);
         if (end == boundary) resampler_emit(r);
         top = end;
     }
-    r->done_y++;
-}
-
-// Source rows arrive one at a time; each is added once the next one is known, the last by resampler_finish.
-static void resampler_push(cjpeg_resampler *r, const uint8_t *source) {
-    if (r->in_y == 0) {
-        reduce_row(r, source, r->rows[r->current]);
-        r->above = r->current;      // the first row is its own upper neighbour
-    } else {
-        int spare = r->above != r->current ? 3 - r->above - r->current : (r->current + 1) % 3;
-        reduce_row(r, source, r->rows[spare]);
-        resampler_add(r, r->rows[r->above], r->rows[r->current], r->rows[spare]);
-        r->above = r->current;
-        r->current = spare;
-    }
     r->in_y++;
-}
-
-static void resampler_finish(cjpeg_resampler *r) {
-    if (r->done_y < r->in_y) {
-        resampler_add(r, r->rows[r->above], r->rows[r->current], r->rows[r->current]);
-    }
 }
 
 static void resampler_free(cjpeg_resampler *r) {
@@ -438,8 +384,7 @@ static void resampler_free(cjpeg_resampler *r) {
     free(r->x_count);
     free(r->x_offset);
     free(r->x_weights);
-    for (int k = 0; k < 3; k++) free(r->rows[k]);
-    free(r->slope);
+    free(r->row);
     free(r->sum);
     free(r->pixels);
     memset(r, 0, sizeof(*r));
@@ -705,7 +650,6 @@ static void make_thumbnail(cjpeg_context *context, const uint8_t *data, size_t s
             resampler_push(&context->resampler, pixels_row);
         }
     }
-    resampler_finish(&context->resampler);
     if (partial) {
         jpeg_finish_output(decoder);
         if (!jpeg_input_complete(decoder) && !end_marker_follows(decoder)) {

@@ -134,18 +134,19 @@ struct ThumbnailCommand: ParsableCommand {
         guard info.st_size <= maxFileSize else {
             throw Failure("\(info.st_size / (1 << 20)) MiB is too large for a photo (at most \(maxFileSize >> 20) MiB)")
         }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        var filled = 0
-        while filled < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + filled, $0.count - filled) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw Failure(String(cString: strerror(errno)))
+        // Read straight into the array's storage: no zero-filling of up to maxFileSize bytes first.
+        let bytes = try [UInt8](unsafeUninitializedCapacity: Int(info.st_size)) { buffer, initialized in
+            guard let start = buffer.baseAddress else { return }
+            while initialized < buffer.count {
+                let count = read(descriptor, start + initialized, buffer.count - initialized)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    throw Failure(String(cString: strerror(errno)))
+                }
+                if count == 0 { break }  // shrank while we read: what we have is the file now
+                initialized += count
             }
-            if count == 0 { break }  // shrank while we read: what we have is the file now
-            filled += count
         }
-        bytes.removeSubrange(filled...)
         return (bytes, (UInt64(info.st_dev), UInt64(info.st_ino)))
     }
 
