@@ -21,11 +21,9 @@ import datetime
 import json
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -65,6 +63,7 @@ class Tool:
     name = ""
     label = ""
     makes_thumbnails = True  # False: a bound that only decodes, no PSNR
+    profile_argv = None  # the one process to count instructions of with --callgrind, if the tool has one
 
     def __init__(self, args, work):
         self.args = args
@@ -90,12 +89,13 @@ class Tool:
 
     def per_file(self, files, argv_for, rep):
         """One process per file: the sum of their CPU, the largest RSS, and each one's CPU as its time."""
-        total, rss, per_image, failures = 0.0, 0, {}, []
+        total, system, rss, per_image, failures = 0.0, 0.0, 0, {}, []
         for path in files:
             out = os.path.join(self.logs, f"rep{rep}-{stem(path)}.out")
             err = os.path.join(self.logs, f"rep{rep}-{stem(path)}.err")
             m = run_measured(argv_for(path), out, err)
             total += m["cpu_s"]
+            system += m["sys_s"]
             rss = max(rss, m["maxrss_kb"])
             if m["status"] == 0:
                 per_image[stem(path)] = m["cpu_s"] * 1e3
@@ -103,15 +103,24 @@ class Tool:
                 os.unlink(err)
             else:
                 failures.append(stem(path))
-        return {"cpu_s": total, "maxrss_kb": rss, "per_image_ms": per_image, "failures": failures}
+        return {"cpu_s": total, "sys_s": system, "maxrss_kb": rss, "per_image_ms": per_image, "failures": failures}
 
 
 class FieldLog(Tool):
     name, label = "fieldlog", "fieldlog thumbnail (one process)"
 
+    def argv(self, files, binary=None):
+        return [binary or self.args.fieldlog, "thumbnail", "--size", str(self.args.size), "--timings", "--out",
+                self.outdir] + files
+
+    def profile_argv(self, files):
+        # valgrind 3.19 cannot read the DWARF 5 of Swift's toolchain: profile a copy without debug info.
+        copy = os.path.join(self.logs, "fieldlog-nodebug")
+        subprocess.run(["objcopy", "--strip-debug", self.args.fieldlog, copy], check=True)
+        return self.argv(files, copy)
+
     def run(self, files, rep):
-        argv = [self.args.fieldlog, "thumbnail", "--size", str(self.args.size), "--timings", "--out", self.outdir]
-        m, out, err = self.one_process(argv + files, rep)
+        m, out, err = self.one_process(self.argv(files), rep)
         per_image = {}
         with open(err) as lines:
             for line in lines:
@@ -119,17 +128,22 @@ class FieldLog(Tool):
                 if fields[0] == "time":
                     per_image[stem(fields[3])] = float(fields[1])
         failures = [stem(f) for f in files if stem(f) not in per_image]
-        return {"cpu_s": m["cpu_s"], "maxrss_kb": m["maxrss_kb"], "per_image_ms": per_image, "failures": failures}
+        return {"cpu_s": m["cpu_s"], "sys_s": m["sys_s"], "maxrss_kb": m["maxrss_kb"], "per_image_ms": per_image,
+                "failures": failures}
 
 
 class PythonWorker(Tool):
     python = SYSTEM_PYTHON
     worker = ""
 
+    def argv(self, files):
+        return [self.python, os.path.join(HERE, "thumbnails_worker.py"), self.worker, str(self.args.size),
+                str(QUALITY), self.outdir] + files
+
+    profile_argv = argv
+
     def run(self, files, rep):
-        argv = [self.python, os.path.join(HERE, "thumbnails_worker.py"), self.worker, str(self.args.size),
-                str(QUALITY), self.outdir]
-        m, out, err = self.one_process(argv + files, rep)
+        m, out, err = self.one_process(self.argv(files), rep)
         per_image, failures = {}, []
         with open(out) as lines:
             for line in lines:
@@ -138,7 +152,8 @@ class PythonWorker(Tool):
                     failures.append(stem(record["file"]))
                 else:
                     per_image[stem(record["file"])] = record["cpu_ms"]
-        return {"cpu_s": m["cpu_s"], "maxrss_kb": m["maxrss_kb"], "per_image_ms": per_image, "failures": failures}
+        return {"cpu_s": m["cpu_s"], "sys_s": m["sys_s"], "maxrss_kb": m["maxrss_kb"], "per_image_ms": per_image,
+                "failures": failures}
 
 
 class Pillow(PythonWorker):
@@ -157,12 +172,14 @@ class VipsThumbnail(Tool):
         return ["vipsthumbnail", "--size", str(self.args.size), "-o",
                 os.path.join(self.outdir, f"%s.jpg[Q={QUALITY},strip]")] + files
 
+    profile_argv = argv
+
     def run(self, files, rep):
         m, out, err = self.one_process(self.argv(files), rep)
         # vipsthumbnail does not time each file: a second pass, one process per file, gives per-image times.
         single = self.per_file(files, lambda path: self.argv([path]), rep)
-        return {"cpu_s": m["cpu_s"], "maxrss_kb": m["maxrss_kb"], "per_image_ms": single["per_image_ms"],
-                "failures": single["failures"]}
+        return {"cpu_s": m["cpu_s"], "sys_s": m["sys_s"], "maxrss_kb": m["maxrss_kb"],
+                "per_image_ms": single["per_image_ms"], "failures": single["failures"]}
 
 
 class ImageMagick(Tool):
@@ -187,6 +204,18 @@ class DJpeg(Tool):
 
 
 TOOLS = [FieldLog, Pillow, PyVips, VipsThumbnail, ImageMagick, DJpeg]
+
+
+def count_instructions(tool, files):
+    """Instructions of the tool's whole process over the corpus, from callgrind: reproducible on a busy machine."""
+    log = os.path.join(tool.logs, "callgrind.log")
+    argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", f"--log-file={log}"]
+    done = subprocess.run(argv + tool.profile_argv(files), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(log) as lines:
+        for line in lines:
+            if "Collected :" in line:
+                return int(line.split(":")[-1].strip())
+    raise RuntimeError(f"callgrind on {tool.name} failed (exit {done.returncode}), see {log}")
 
 
 # MARK: - Quality
@@ -330,6 +359,15 @@ def report(args, tools, results, quality, info, files):
     corpus_mp = sum(info["pixels"].values()) / 1e6
     lines = []
     add = lines.append
+
+    def ir_cells(name):
+        if not info["instructions"]:
+            return ""
+        count = info["instructions"].get(name)
+        if count is None:
+            return " - | - |"
+        return f" {count / 1e9:.2f} G | {ratio(count, info['instructions'].get('fieldlog'))} |"
+
     add(f"Made by `{args.command}` on {info['date']}.")
     add("")
     add(f"Corpus: {len(files)} real photos ({corpus_mp:.0f} MP in all, 0.3-20 MP; baseline and progressive; 4:4:4, "
@@ -345,14 +383,15 @@ def report(args, tools, results, quality, info, files):
     base_cpu = statistics.median(base["cpu_s"])
     base_ms = statistics.median(base["median_ms"])
     base_rss = max(base["maxrss_kb"])
-    add(f"| tool | total CPU s, median (min-max) | vs fieldlog | median ms/image | vs fieldlog | "
+    add(f"| tool | total CPU s, median (min-max) | of which sys | vs fieldlog | median ms/image | vs fieldlog | "
         f"{LARGE_BASELINE} 20 MP baseline ms | {LARGE_PROGRESSIVE} 14.7 MP progressive ms | peak RSS MB | "
-        "vs fieldlog | PSNR dB median | PSNR dB worst |")
-    add("|---|---|---|---|---|---|---|---|---|---|---|")
+        "vs fieldlog | PSNR dB median | PSNR dB worst |" + (" instructions (callgrind) | vs fieldlog |" if
+                                                            info["instructions"] else ""))
+    add("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if info["instructions"] else ""))
     for tool in tools:
         r = results[tool.name]
         if not r["cpu_s"]:
-            add(f"| {tool.label} | failed: {r.get('error', '?')} | | | | | | | | | |")
+            add(f"| {tool.label} | failed: {r.get('error', '?')} |" + " |" * (10 + 2 * bool(info["instructions"])))
             continue
         cpu = statistics.median(r["cpu_s"])
         ms = statistics.median(r["median_ms"])
@@ -364,11 +403,16 @@ def report(args, tools, results, quality, info, files):
             q_median, q_worst = f"{statistics.median(values):.2f}", f"{worst[1][0]:.2f} ({worst[0]})"
         else:
             q_median = q_worst = "n/a"
-        add(f"| {tool.label} | {spread(r['cpu_s'])} | {ratio(cpu, base_cpu)} | {spread(r['median_ms'], 1)} | "
-            f"{ratio(ms, base_ms)} | {spread(r['large_baseline_ms'], 0)} | {spread(r['large_progressive_ms'], 0)} | "
-            f"{rss / 1024:.0f} | {ratio(rss, base_rss)} | {q_median} | {q_worst} |")
+        add(f"| {tool.label} | {spread(r['cpu_s'])} | {statistics.median(r['sys_s']):.2f} | {ratio(cpu, base_cpu)} | "
+            f"{spread(r['median_ms'], 1)} | {ratio(ms, base_ms)} | {spread(r['large_baseline_ms'], 0)} | "
+            f"{spread(r['large_progressive_ms'], 0)} | "
+            f"{rss / 1024:.0f} | {ratio(rss, base_rss)} | {q_median} | {q_worst} |" + ir_cells(tool.name))
     add("")
     pillow = results.get("pillow")
+    if info["instructions"]:
+        add("Instructions: the whole process over the corpus, counted once by `valgrind --tool=callgrind` "
+            "(`bench/thumbnails --callgrind`); unlike CPU seconds they do not move with the machine's load.")
+        add("")
     if pillow and pillow["cpu_s"] and base["cpu_s"]:
         cpu_ratio = base_cpu / statistics.median(pillow["cpu_s"])
         qf = [v for v, _ in quality.get("fieldlog", {}).values()]
@@ -442,13 +486,20 @@ NOTES = [
     "- PSNR compares each thumbnail, decoded, with the exact area average (float64, fractional coverage) of a "
     "full-precision decode (Pillow, no draft, libjpeg-turbo's accurate IDCT and fancy upsampling) to the "
     "thumbnail's own size, upright, rounded to 8 bits; it includes the q80 encode's loss for every tool.",
-    f"- Pillow: `draft()` with twice the thumbnail's box (what `thumbnail()` asks for itself with reducing_gap=2: "
-    f"a 1/1, 1/2, 1/4 or 1/8 decode), `thumbnail(({{s}}, {{s}}))` (BICUBIC), `ImageOps.exif_transpose`, "
-    f"`save(quality=80)`. pyvips: `Image.thumbnail(path, s)` then `jpegsave(Q=80, strip=True)`, cache off. "
-    f"vipsthumbnail: `--size s -o DIR/%s.jpg[Q=80,strip]` with all files on one command line. ImageMagick: "
-    f"`convert-im6.q16 -define jpeg:size=2sx2s FILE -auto-orient -thumbnail sxs -strip -quality 80 OUT`. "
-    f"fieldlog: `fieldlog thumbnail --size s --timings --out DIR FILE...` (release build, static Swift "
-    f"standard library as deploy/build-deb ships it).",
+    "- Pillow: `draft()` with twice the thumbnail's box (what `thumbnail()` asks for itself with reducing_gap=2: "
+    "a 1/1, 1/2, 1/4 or 1/8 decode), `thumbnail((s, s))` (BICUBIC), `ImageOps.exif_transpose`, `save(quality=80)`. "
+    "pyvips: `Image.thumbnail(path, s)` then `jpegsave(Q=80, strip=True)`, cache off. vipsthumbnail: "
+    "`--size s -o DIR/%s.jpg[Q=80,strip]` with all files on one command line. ImageMagick: "
+    "`convert-im6.q16 -define jpeg:size=2sx2s FILE -auto-orient -thumbnail sxs -strip -quality 80 OUT`. fieldlog: "
+    "`fieldlog thumbnail --size s --timings --out DIR FILE...` (release build, static Swift standard library, as "
+    "deploy/build-deb ships it; q80 with optimised Huffman tables, the others with their encoders' defaults).",
+    "- What fieldlog does differently (Sources/CJPEG/shim.c): the same libjpeg-turbo DCT scaling as Pillow (1/8, "
+    "2/8, 4/8 or 8/8, at least twice the thumbnail) and an exact area average; but at 1/8 and 2/8 it reads a "
+    "progressive file only until the coefficients that scale uses have arrived (usually its first scan at 1/8, "
+    "the first four of ten at 2/8, to within their last bit or two), where the others decode every scan. Baseline "
+    "files have to be entropy-decoded whole by everyone. `fieldlog thumbnail` also keeps freed decoder memory for "
+    "the next file (glibc mallopt); the daemon gives it back after each large progressive photo instead. Most "
+    "of the sys time above is page faults of libjpeg's whole-image buffers for progressive files.",
 ]
 
 
@@ -463,6 +514,8 @@ def main():
     parser.add_argument("--results", help="where to write the Markdown section")
     parser.add_argument("--json", help="where to write the raw figures")
     parser.add_argument("--command", default="bench/thumbnails")
+    parser.add_argument("--callgrind", action="store_true",
+                        help="also count each one-process tool's instructions with valgrind (a few minutes)")
     args = parser.parse_args()
 
     args.work = os.path.abspath(args.work)  # vipsthumbnail takes a relative -o as relative to each input
@@ -488,7 +541,7 @@ def main():
             info["kind"][stem(f)] = (f"{im.size[0]}x{im.size[1]} "
                                      f"{'progressive' if im.info.get('progressive') else 'baseline'} {im.mode}")
 
-    results = {t.name: {"cpu_s": [], "maxrss_kb": [], "median_ms": [], "large_baseline_ms": [],
+    results = {t.name: {"cpu_s": [], "sys_s": [], "maxrss_kb": [], "median_ms": [], "large_baseline_ms": [],
                         "large_progressive_ms": [], "per_image_ms": {}, "failures": []} for t in tools}
     info["load_before"] = loadavg()
     for rep in range(args.reps):
@@ -506,6 +559,7 @@ def main():
                 continue
             times = got["per_image_ms"]
             r["cpu_s"].append(got["cpu_s"])
+            r["sys_s"].append(got["sys_s"])
             r["maxrss_kb"].append(got["maxrss_kb"])
             r["median_ms"].append(statistics.median(times.values()) if times else float("nan"))
             r["large_baseline_ms"].append(times.get(LARGE_BASELINE, float("nan")))
@@ -515,6 +569,17 @@ def main():
                 r["per_image_ms"].setdefault(k, []).append(v)
             print(f"  {got['cpu_s']:.2f} s CPU, {got['maxrss_kb'] / 1024:.0f} MB", file=sys.stderr, flush=True)
     info["load_after"] = loadavg()
+
+    instructions = {}
+    if args.callgrind:
+        for tool in tools:
+            if tool.profile_argv is not None and results[tool.name]["cpu_s"]:
+                print(f"callgrind: {tool.name} ...", file=sys.stderr, flush=True)
+                try:
+                    instructions[tool.name] = count_instructions(tool, files)
+                except (OSError, RuntimeError, subprocess.SubprocessError) as error:
+                    print(f"  {error}", file=sys.stderr)
+    info["instructions"] = instructions
 
     print("quality ...", file=sys.stderr, flush=True)
     reference = Reference()
