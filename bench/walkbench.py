@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The daemon over a long walk, export, and start-up: fieldlog side by side with gpxlogger and gpsbabel.
 
-    bench/walkbench.py --fieldlog BIN [--hours 24] [--reps 3] [--work DIR] [--out bench/results]
+    bench/walkbench.py --fieldlog BIN [--hours 24] [--reps 3] [--paced-minutes 10] [--work DIR] [--out bench/results]
 
 Writes daemon.md, export.md and startup.md into --out and prints them. Everything runs on this machine in
 this run; wall times depend on its load, so the load average is recorded, and CPU seconds (user + sys from
@@ -47,6 +47,12 @@ def memory_kb(pid):
     except OSError:
         return None
     return (values["VmRSS"], values["VmHWM"], values["RssAnon"]) if len(values) == 3 else None
+
+
+def cpu_seconds(pid):
+    """User + sys CPU seconds a running process has used so far (10 ms ticks)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def wait_rusage(proc, block=True):
@@ -99,10 +105,11 @@ def parse_time(text):
     return time.mktime(time.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
 
 
-def start_gpsfake(capture, work):
+def start_gpsfake(capture, work, cycle=0.0):
+    """gpsd on a free port fed by gpsfake, `cycle` seconds per sentence (0: as fast as gpsd takes them)."""
     port = free_port()
     out = open(work / f"gpsfake-{port}.out", "wb")
-    proc = subprocess.Popen([GPSFAKE, "-1", "-p", "-q", "-c", "0", "-P", str(port), str(capture)],
+    proc = subprocess.Popen([GPSFAKE, "-1", "-p", "-q", "-c", f"{cycle:g}", "-P", str(port), str(capture)],
                             stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     # gpsd listens within about 0.65 s; gpsfake starts replaying 1.4 s after it starts.
     for _ in range(100):
@@ -282,6 +289,69 @@ def daemon_section(binary, capture, work, reps, jpeg):
     return "\n".join(text) + "\n", photo_runs[0]["journal"]
 
 
+def paced_section(binary, work, minutes, jpeg):
+    """fieldlog (photos from the fake Flickr) and gpxlogger on one gpsd, fed in real time: one fix a second.
+    The fast replay hides what fieldlog does per second of the monotonic clock (status.json, fsync every 2 s);
+    this shows it."""
+    capture = work / f"walk-{minutes:g}min.nmea"
+    if not capture.exists():
+        subprocess.run([sys.executable, str(HERE / "walk.py"), str(minutes / 60), str(capture)], check=True)
+    flickr = FakeFlickr(jpeg)
+    run_dir = work / "paced"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    state = run_dir / "state"
+    run_dir.mkdir(parents=True)
+    # Two sentences (GGA, RMC) per fix: 0.5 s each is 1 Hz.
+    gpsfake, port = start_gpsfake(capture, work, cycle=0.5)
+    env = dict(os.environ, FIELDLOG_CONFIG="/dev/null", FLICKR_API_KEY=API_KEY)
+    fieldlog = subprocess.Popen(
+        [binary, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", str(state),
+         "--cache-dir", str(run_dir / "cache"), "--photo-retry-max", "2", "--flickr-endpoint", flickr.endpoint,
+         "--flickr-rate", "100000000"], env=env, stderr=open(run_dir / "fieldlog.log", "wb"))
+    gpxlogger = subprocess.Popen(["gpxlogger", "-e", "sockets", "-f", str(run_dir / "gpxlogger.gpx"),
+                                  f"127.0.0.1:{port}"], stderr=subprocess.DEVNULL)
+    peaks = {"fieldlog": 0, "gpxlogger": 0}
+    results = {}
+    # CPU when the first fix is journaled, so that start-up can be told from the steady state.
+    at_first_fix = None
+    while len(results) < 2:
+        if at_first_fix is None and (journals := list(state.glob("*.jsonl"))) and last_fix_time(journals[0]):
+            at_first_fix = {"fieldlog": cpu_seconds(fieldlog.pid), "gpxlogger": cpu_seconds(gpxlogger.pid)}
+        for name, proc in (("fieldlog", fieldlog), ("gpxlogger", gpxlogger)):
+            if name in results:
+                continue
+            memory = memory_kb(proc.pid)
+            if memory:
+                peaks[name] = max(peaks[name], memory[1])
+            if (result := wait_rusage(proc, block=False)) is not None:
+                results[name] = result
+        time.sleep(0.1 if at_first_fix is None else 0.5)
+    stop(gpsfake)
+    flickr.stop()
+    journal = next(state.glob("*.jsonl"))
+    records = [json.loads(l) for l in journal.read_bytes().splitlines()]
+    fixes = [r for r in records if r["type"] == "fix"]
+    photos = sum(r["type"] == "photo" and r.get("status") == "found" for r in records)
+    hours = (parse_time(fixes[-1]["time"]) - parse_time(fixes[0]["time"])) / 3600
+    per_hour = {name: cpu / hours for name, (_, cpu) in results.items()}
+    steady = {name: (cpu - at_first_fix[name]) / hours for name, (_, cpu) in results.items()}
+    text = [f"### Paced: {minutes:g} minutes at 1 Hz, as a walk really arrives\n",
+            "The fast replay above compresses a day into minutes, so what fieldlog does per second of its own "
+            "(monotonic) clock barely shows: `status.json` replaced about once a second, the journal fsynced every "
+            "2 s. Here gpsfake sends one fix a second (`-c 0.5`, two sentences per fix) to fieldlog (photos from the "
+            f"fake Flickr) and gpxlogger, both connected to the same gpsd at once; one run, {len(fixes)} fixes. "
+            f"Machine: {machine()}.\n",
+            "| run | CPU s per walked hour, whole run | after the first fix | peak RSS MB |", "|---|---|---|---|",
+            f"| fieldlog run, photos from the fake Flickr | {per_hour['fieldlog']:.2f} | {steady['fieldlog']:.2f} "
+            f"| {peaks['fieldlog'] / 1024:.1f} |",
+            f"| gpxlogger | {per_hour['gpxlogger']:.2f} | {steady['gpxlogger']:.2f} | {peaks['gpxlogger'] / 1024:.1f} |", "",
+            "CPU is user + sys from wait4 at the end; \"after the first fix\" subtracts what the process had used when "
+            "fieldlog journaled its first fix (from /proc/PID/stat, 10 ms ticks), i.e. start-up. fieldlog's figures "
+            f"include the {photos} photos it fetched and thumbnailed. fieldlog uses "
+            f"{steady['fieldlog'] / max(1e-9, steady['gpxlogger']):.1f}× gpxlogger's CPU at 1 Hz after start-up."]
+    return "\n".join(text) + "\n"
+
+
 def text_size(binary):
     out = subprocess.run(["size", "-A", binary], capture_output=True, text=True).stdout
     return next((int(l.split()[1]) for l in out.splitlines() if l.startswith(".text ")), 0)
@@ -418,6 +488,7 @@ def main():
     parser.add_argument("--fieldlog", required=True)
     parser.add_argument("--hours", type=float, default=24)
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--paced-minutes", type=float, default=10)
     parser.add_argument("--work", default=".build-bench/walk")
     parser.add_argument("--out", default=str(HERE / "results"))
     parser.add_argument("--jpeg", default=str(HERE.parent / "demo/photos/Bridge_by_Sander_Klootwijk.jpg"))
@@ -430,6 +501,8 @@ def main():
         subprocess.run([sys.executable, str(HERE / "walk.py"), str(args.hours), str(capture)], check=True)
     binary = str(Path(args.fieldlog).resolve())
     daemon, journal = daemon_section(binary, capture, work, args.reps, Path(args.jpeg))
+    if args.paced_minutes > 0:
+        daemon += "\n" + paced_section(binary, work, args.paced_minutes, Path(args.jpeg))
     sections = {"daemon.md": daemon, "export.md": export_section(binary, journal, work, max(5, args.reps)),
                 "startup.md": startup_section(binary, work, max(5, args.reps))}
     for name, text in sections.items():

@@ -2,7 +2,9 @@ import Foundation
 
 /// `status.json` in the state directory: what `fieldlog status` shows about the running recorder.
 /// Replaced whole (temp file + rename) so a reader never sees half of it; not synced, since it only
-/// describes the present.
+/// describes the present. Replaced at most every 5 s, and at once when the connection to gpsd, the walk
+/// or its milestones change: each replacement creates an inode on the SD card, and doing it every second
+/// cost the recorder more CPU than everything else it does at 1 Hz (bench/results/daemon.md).
 public final class StatusFile: @unchecked Sendable {
     public enum GPSDState: String, Codable, Sendable {
         case connecting, connected, disconnected, stopped
@@ -34,8 +36,10 @@ public final class StatusFile: @unchecked Sendable {
     private let path: String
     private let lock = NSLock()
     private var contents: Contents
+    /// The last fix's GPS time, formatted into `contents` only when the file is written.
+    private var lastFixTime: Double?
     private var lastWrite = 0.0
-    private static let minimumInterval = 1.0
+    private static let minimumInterval = 5.0
 
     public init(directory: String, gpsdAddress: String) {
         path = directory + "/" + Self.fileName
@@ -52,8 +56,9 @@ public final class StatusFile: @unchecked Sendable {
     public func noteFix(summary: WalkRecorder.Summary) {
         lock.withLock {
             contents.lastFixWall = Date().timeIntervalSince1970
+            let changed = contents.walk != summary.walkID || contents.milestones != summary.milestones
             apply(summary)
-            writeIfDue(force: false)
+            writeIfDue(force: changed)
         }
     }
 
@@ -70,13 +75,14 @@ public final class StatusFile: @unchecked Sendable {
         contents.walk = summary.walkID
         contents.distanceMetres = (summary.distance * 10).rounded() / 10
         contents.milestones = summary.milestones
-        contents.lastFixTime = summary.lastFixTime.map(Timestamp.format)
+        lastFixTime = summary.lastFixTime
     }
 
     private func writeIfDue(force: Bool) {
         let now = Date().timeIntervalSince1970
         guard force || now - lastWrite >= Self.minimumInterval else { return }
         contents.updatedWall = now
+        contents.lastFixTime = lastFixTime.map(Timestamp.format)
         lastWrite = now
         guard let data = try? JSONEncoder().encode(contents) else { return }
         // Best effort and not synced: status is informational and must never stop the recorder or wear

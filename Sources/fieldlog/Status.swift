@@ -34,7 +34,10 @@ struct Status: ParsableCommand, ConfiguredCommand {
             if let last = log.points.last {
                 var line = "last fix   \(Timestamp.format(last.fix.time))"
                 if let wall = status?.lastFixWall, status?.walk == log.id {
-                    line += ", \(Int((now - wall).rounded())) s ago"
+                    // status.json is a few seconds behind the journal: fixes journaled since it was written
+                    // arrived later by as much GPS time as they are newer.
+                    let newer = status?.lastFixTime.flatMap(Timestamp.parse).map { last.fix.time - $0 } ?? 0
+                    line += ", \(Int(max(0, now - wall - max(0, newer)).rounded())) s ago"
                 }
                 print(line)
             }

@@ -113,6 +113,32 @@ private func lineType(_ line: String) -> String? {
             == #"{"dist":10,"time":"2026-11-18T09:46:40Z","type":"walk_end"}"#)
 }
 
+/// Fix lines are written by hand (JournalCodec.encodeFix); they must say what JSONEncoder says of the same
+/// line, value for value, and decode to the same record.
+@Test func handWrittenFixLinesMatchJSONEncoder() throws {
+    var generator = SystemRandomNumberGenerator()
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    for round in 0..<2000 {
+        let fix = Fix(
+            time: start + Double.random(in: -1e9...1e9, using: &generator).rounded() / 1000,
+            latitude: round == 0 ? -0.00000001 : Double.random(in: -90...90, using: &generator),
+            longitude: round == 1 ? 0.00001 : Double.random(in: -180...180, using: &generator),
+            altitude: Bool.random(using: &generator) ? Double.random(in: -500...9000, using: &generator) : nil,
+            horizontalError: Bool.random(using: &generator) ? Double.random(in: 0...100, using: &generator) : nil,
+            mode: Int.random(in: 2...3, using: &generator))
+        let point = TrackPoint(
+            fix: fix, segment: Int.random(in: 0...500, using: &generator),
+            distance: Double.random(in: 0...200_000, using: &generator), isAnchor: Bool.random(using: &generator))
+        let line = JournalCodec.encodeFix(point)
+        let reference = try encoder.encode(JournalLine(.point(point)))
+        let ours = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? NSDictionary, "\(line)")
+        let theirs = try #require(try JSONSerialization.jsonObject(with: reference) as? NSDictionary)
+        #expect(ours == theirs, "\(line) vs \(String(decoding: reference, as: UTF8.self))")
+        #expect(decode(line) == decode(String(decoding: reference, as: UTF8.self)), "\(line)")
+    }
+}
+
 @Test func encodingRoundsToJournalPrecision() throws {
     let precise = TrackPoint(
         fix: Fix(

@@ -40,6 +40,35 @@ struct ReplayTests {
         #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 })
     }
 
+    /// status.json after a replay, and `fieldlog status` reading it beside the journal.
+    @Test func statusShowsTheWalkAndTheAgeOfItsLastFix() throws {
+        let outcome = try record(Harness.capture("bundg_zeus_9"))
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        let log = try #require(try walks().last)
+        let written = try #require(StatusFile.read(directory: state))
+        // Milestones and the end of the session are written at once, whatever the 5 s interval.
+        #expect(written.gpsd == .stopped)
+        #expect(written.walk == log.id && written.milestones == log.milestones.count)
+        let stopped = try fieldlog(["status", "--state-dir", state], in: directory)
+        #expect(stopped.stdout.contains("walk       \(log.id)"), "\(stopped.stdout)")
+        #expect(stopped.stdout.contains("recorder   not running"), "\(stopped.stdout)")
+
+        // A status.json written 12 s ago, when the last fix it knew of was 10 s older than the journal's last:
+        // that fix arrived 2 s ago. (This test's own pid stands in for a running recorder.)
+        let lastFix = try #require(log.points.last).fix.time
+        var running = written
+        running.pid = getpid()
+        running.gpsd = .connected
+        running.lastFixTime = Timestamp.format(lastFix - 10)
+        running.lastFixWall = Date().timeIntervalSince1970 - 12
+        try JSONEncoder().encode(running).write(to: URL(fileURLWithPath: state + "/" + StatusFile.fileName))
+        let live = try fieldlog(["status", "--state-dir", state], in: directory)
+        #expect(live.status == 0, "\(live.stderr)")
+        #expect(live.stdout.contains(", 2 s ago"), "\(live.stdout)")
+        #expect(live.stdout.contains("recorder   running (pid \(getpid()))"), "\(live.stdout)")
+        #expect(live.stdout.contains("gpsd       connected"), "\(live.stdout)")
+    }
+
     @Test(arguments: [
         "bu303-moving", "haicom-305N", "humminbird-M37", "gp-320fw-2019-04-07-coldboot",
         "trimble-lasseniq-bin2d", "ublox-neo-m8n",

@@ -13,6 +13,36 @@ public enum Timestamp {
         let days = total >= 0 ? total / 86400 : (total - 86399) / 86400
         let secondOfDay = Int(total - days * 86400)
         let (year, month, day) = civil(fromDays: days)
+        // Every fix line has a time: written as bytes, which is most of what formatting a fix line costs.
+        guard (0...9999).contains(year) else { return formatAnyYear(year, month, day, secondOfDay, millis) }
+        var text = [UInt8]()
+        text.reserveCapacity(24)
+        func append(_ value: Int, width: Int, then separator: UInt8?) {
+            var divisor = 1
+            for _ in 1..<width { divisor *= 10 }
+            while divisor > 0 {
+                text.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+                divisor /= 10
+            }
+            if let separator { text.append(separator) }
+        }
+        append(Int(year), width: 4, then: UInt8(ascii: "-"))
+        append(month, width: 2, then: UInt8(ascii: "-"))
+        append(day, width: 2, then: UInt8(ascii: "T"))
+        append(secondOfDay / 3600, width: 2, then: UInt8(ascii: ":"))
+        append(secondOfDay / 60 % 60, width: 2, then: UInt8(ascii: ":"))
+        append(secondOfDay % 60, width: 2, then: nil)
+        if millis != 0 {
+            text.append(UInt8(ascii: "."))
+            append(millis, width: 3, then: nil)
+            while text.last == UInt8(ascii: "0") { text.removeLast() }
+        }
+        text.append(UInt8(ascii: "Z"))
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Years before 0 or after 9999, which no receiver reports but a corrupt journal line can hold.
+    private static func formatAnyYear(_ year: Int64, _ month: Int, _ day: Int, _ secondOfDay: Int, _ millis: Int) -> String {
         var text = pad(Int(year), 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
         text += "T" + pad(secondOfDay / 3600, 2) + ":" + pad(secondOfDay / 60 % 60, 2) + ":"
         text += pad(secondOfDay % 60, 2)
