@@ -9,7 +9,9 @@ struct ExportBuffer {
     }
 
     mutating func append(_ text: String) {
-        bytes.append(contentsOf: text.utf8)
+        // Literals and native Strings are contiguous UTF-8: one copy, not a walk over the UTF8View.
+        var text = text
+        text.withUTF8 { bytes.append(contentsOf: $0) }
     }
 
     mutating func append(_ value: Int) {
@@ -41,7 +43,7 @@ struct ExportBuffer {
 
     /// RFC 3339 UTC, unquoted, for XML.
     mutating func appendTime(_ time: Double) {
-        append(Timestamp.format(time))
+        Timestamp.write(time, into: &bytes)
     }
 
     /// A JSON string holding the RFC 3339 time, or `null` when it is unknown.
@@ -94,22 +96,21 @@ struct ExportBuffer {
         }
     }
 
-    /// Writes `value` in decimal, left-padded with zeros to at least `width` digits.
+    /// Writes `value` in decimal, left-padded with zeros to at least `width` digits (at most 20).
     private mutating func appendDigits(_ value: UInt64, width: Int) {
-        var count = 1
-        var rest = value / 10
-        while rest > 0 {
-            count += 1
-            rest /= 10
-        }
-        count = max(count, width)
-        bytes.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: count))
-        var index = bytes.count - 1
-        rest = value
-        while rest > 0 {
-            bytes[index] = UInt8(ascii: "0") + UInt8(rest % 10)
-            rest /= 10
-            index -= 1
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var start = 20
+            var rest = value
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            } while rest > 0
+            while 20 - start < width {
+                start -= 1
+                digits[start] = UInt8(ascii: "0")
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start..<20]))
         }
     }
 

@@ -80,7 +80,9 @@ enum GPXExport {
         // GPX allows longitudes in [-180, 180): 180° is written as the same meridian, -180°.
         var longitude = Rounding.degrees(longitude)
         if longitude >= 180 { longitude -= 360 }
-        out.append("<" + element + " lat=\"")
+        out.append("<")
+        out.append(element)
+        out.append(" lat=\"")
         out.appendDecimal(latitude, digits: ExportPrecision.degrees)
         out.append("\" lon=\"")
         out.appendDecimal(longitude, digits: ExportPrecision.degrees)

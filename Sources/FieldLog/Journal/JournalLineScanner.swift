@@ -223,7 +223,8 @@ struct JournalLineScanner {
         switch field {
         case .type:
             guard case .string(let range) = value, !range.isEmpty else { return false }
-            line.type = text(range)
+            // A literal for the commonest types: no String made and freed for every line.
+            line.type = matches(range, "fix") ? "fix" : matches(range, "milestone") ? "milestone" : text(range)
             return true
         case .time:
             guard case .string(let range) = value, let time = Timestamp.parse(UnsafeBufferPointer(rebasing: bytes[range]))

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Everything a walk's journal says, read back: what export, tail, `walks` and recovery work from.
 public struct WalkLog: Sendable {
     public var id: String
@@ -74,7 +76,8 @@ public struct WalkLog: Sendable {
             var start = 0
             while start < bytes.count {
                 lineNumber += 1
-                let end = bytes[start...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
+                let end = memchr(bytes.baseAddress! + start, Int32(UInt8(ascii: "\n")), bytes.count - start)
+                    .map { UnsafeRawPointer($0) - UnsafeRawPointer(bytes.baseAddress!) } ?? bytes.count
                 if end > start {
                     if let record = JournalCodec.decode(UnsafeBufferPointer(rebasing: bytes[start..<end])) {
                         log.apply(record)

@@ -3,6 +3,15 @@
 public enum Timestamp {
     /// Formats seconds since 1970 as RFC 3339 UTC, with milliseconds only when they are not zero.
     public static func format(_ time: Double) -> String {
+        var text = [UInt8]()
+        text.reserveCapacity(24)
+        write(time, into: &text)
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// `format`, appended to `bytes`: every fix line and every exported track point has a time, and
+    /// making a String of each was most of what writing them cost.
+    static func write(_ time: Double, into bytes: inout [UInt8]) {
         var seconds = time.rounded(.down)
         var millis = Int(((time - seconds) * 1000).rounded())
         if millis == 1000 {
@@ -13,32 +22,35 @@ public enum Timestamp {
         let days = total >= 0 ? total / 86400 : (total - 86399) / 86400
         let secondOfDay = Int(total - days * 86400)
         let (year, month, day) = civil(fromDays: days)
-        // Every fix line has a time: written as bytes, which is most of what formatting a fix line costs.
-        guard (0...9999).contains(year) else { return formatAnyYear(year, month, day, secondOfDay, millis) }
-        var text = [UInt8]()
-        text.reserveCapacity(24)
-        func append(_ value: Int, width: Int, then separator: UInt8?) {
-            var divisor = 1
-            for _ in 1..<width { divisor *= 10 }
-            while divisor > 0 {
-                text.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
-                divisor /= 10
-            }
-            if let separator { text.append(separator) }
+        guard (0...9999).contains(year) else {
+            return bytes.append(contentsOf: formatAnyYear(year, month, day, secondOfDay, millis).utf8)
         }
-        append(Int(year), width: 4, then: UInt8(ascii: "-"))
-        append(month, width: 2, then: UInt8(ascii: "-"))
-        append(day, width: 2, then: UInt8(ascii: "T"))
-        append(secondOfDay / 3600, width: 2, then: UInt8(ascii: ":"))
-        append(secondOfDay / 60 % 60, width: 2, then: UInt8(ascii: ":"))
-        append(secondOfDay % 60, width: 2, then: nil)
+        let zero = UInt8(ascii: "0")
+        let year4 = Int(year)
+        bytes.append(zero + UInt8(year4 / 1000))
+        bytes.append(zero + UInt8(year4 / 100 % 10))
+        appendTwoDigits(year4 % 100, then: UInt8(ascii: "-"), to: &bytes)
+        appendTwoDigits(month, then: UInt8(ascii: "-"), to: &bytes)
+        appendTwoDigits(day, then: UInt8(ascii: "T"), to: &bytes)
+        appendTwoDigits(secondOfDay / 3600, then: UInt8(ascii: ":"), to: &bytes)
+        appendTwoDigits(secondOfDay / 60 % 60, then: UInt8(ascii: ":"), to: &bytes)
+        bytes.append(zero + UInt8(secondOfDay % 60 / 10))
+        bytes.append(zero + UInt8(secondOfDay % 10))
         if millis != 0 {
-            text.append(UInt8(ascii: "."))
-            append(millis, width: 3, then: nil)
-            while text.last == UInt8(ascii: "0") { text.removeLast() }
+            bytes.append(UInt8(ascii: "."))
+            bytes.append(zero + UInt8(millis / 100))
+            if millis % 100 != 0 {
+                bytes.append(zero + UInt8(millis / 10 % 10))
+                if millis % 10 != 0 { bytes.append(zero + UInt8(millis % 10)) }
+            }
         }
-        text.append(UInt8(ascii: "Z"))
-        return String(decoding: text, as: UTF8.self)
+        bytes.append(UInt8(ascii: "Z"))
+    }
+
+    private static func appendTwoDigits(_ value: Int, then separator: UInt8, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "0") + UInt8(value / 10))
+        bytes.append(UInt8(ascii: "0") + UInt8(value % 10))
+        bytes.append(separator)
     }
 
     /// Years before 0 or after 9999, which no receiver reports but a corrupt journal line can hold.
