@@ -290,34 +290,40 @@ def daemon_section(binary, capture, work, reps, jpeg):
 
 
 def paced_section(binary, work, minutes, jpeg):
-    """fieldlog (photos from the fake Flickr) and gpxlogger on one gpsd, fed in real time: one fix a second.
-    The fast replay hides what fieldlog does per second of the monotonic clock (status.json, fsync every 2 s);
-    this shows it."""
+    """fieldlog with photos from the fake Flickr, fieldlog with no photo source, and gpxlogger, all on one
+    gpsd fed in real time: one fix a second. The fast replay hides what fieldlog does per second of its own
+    clock (thread wake-ups, the journal's fsync every 5 s, status.json); this shows it."""
     capture = work / f"walk-{minutes:g}min.nmea"
     if not capture.exists():
         subprocess.run([sys.executable, str(HERE / "walk.py"), str(minutes / 60), str(capture)], check=True)
     flickr = FakeFlickr(jpeg)
     run_dir = work / "paced"
     shutil.rmtree(run_dir, ignore_errors=True)
-    state = run_dir / "state"
     run_dir.mkdir(parents=True)
     # Two sentences (GGA, RMC) per fix: 0.5 s each is 1 Hz.
     gpsfake, port = start_gpsfake(capture, work, cycle=0.5)
-    env = dict(os.environ, FIELDLOG_CONFIG="/dev/null", FLICKR_API_KEY=API_KEY)
-    fieldlog = subprocess.Popen(
-        [binary, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", str(state),
-         "--cache-dir", str(run_dir / "cache"), "--photo-retry-max", "2", "--flickr-endpoint", flickr.endpoint,
-         "--flickr-rate", "100000000"], env=env, stderr=open(run_dir / "fieldlog.log", "wb"))
-    gpxlogger = subprocess.Popen(["gpxlogger", "-e", "sockets", "-f", str(run_dir / "gpxlogger.gpx"),
-                                  f"127.0.0.1:{port}"], stderr=subprocess.DEVNULL)
-    peaks = {"fieldlog": 0, "gpxlogger": 0}
+    procs, states = {}, {}
+    # No API key and no folder: no photo source.
+    for name, key, photo_args in (
+            ("photos", API_KEY, ["--flickr-endpoint", flickr.endpoint, "--flickr-rate", "100000000"]),
+            ("plain", "", [])):
+        states[name] = run_dir / name / "state"
+        procs[name] = subprocess.Popen(
+            [binary, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", str(states[name]),
+             "--cache-dir", str(run_dir / name / "cache"), "--photo-retry-max", "2", *photo_args],
+            env=dict(os.environ, FIELDLOG_CONFIG="/dev/null", FLICKR_API_KEY=key),
+            stderr=open(run_dir / f"{name}.log", "wb"))
+    procs["gpxlogger"] = subprocess.Popen(["gpxlogger", "-e", "sockets", "-f", str(run_dir / "gpxlogger.gpx"),
+                                           f"127.0.0.1:{port}"], stderr=subprocess.DEVNULL)
+    peaks = dict.fromkeys(procs, 0)
     results = {}
     # CPU when the first fix is journaled, so that start-up can be told from the steady state.
     at_first_fix = None
-    while len(results) < 2:
-        if at_first_fix is None and (journals := list(state.glob("*.jsonl"))) and last_fix_time(journals[0]):
-            at_first_fix = {"fieldlog": cpu_seconds(fieldlog.pid), "gpxlogger": cpu_seconds(gpxlogger.pid)}
-        for name, proc in (("fieldlog", fieldlog), ("gpxlogger", gpxlogger)):
+    while len(results) < len(procs):
+        if at_first_fix is None and all((j := list(states[n].glob("*.jsonl"))) and last_fix_time(j[0])
+                                        for n in states):
+            at_first_fix = {name: cpu_seconds(proc.pid) for name, proc in procs.items()}
+        for name, proc in procs.items():
             if name in results:
                 continue
             memory = memory_kb(proc.pid)
@@ -328,27 +334,28 @@ def paced_section(binary, work, minutes, jpeg):
         time.sleep(0.1 if at_first_fix is None else 0.5)
     stop(gpsfake)
     flickr.stop()
-    journal = next(state.glob("*.jsonl"))
-    records = [json.loads(l) for l in journal.read_bytes().splitlines()]
-    fixes = [r for r in records if r["type"] == "fix"]
-    photos = sum(r["type"] == "photo" and r.get("status") == "found" for r in records)
+    records = {name: [json.loads(l) for l in next(states[name].glob("*.jsonl")).read_bytes().splitlines()]
+               for name in states}
+    fixes = [r for r in records["plain"] if r["type"] == "fix"]
+    photos = sum(r["type"] == "photo" and r.get("status") == "found" for r in records["photos"])
     hours = (parse_time(fixes[-1]["time"]) - parse_time(fixes[0]["time"])) / 3600
     per_hour = {name: cpu / hours for name, (_, cpu) in results.items()}
     steady = {name: (cpu - at_first_fix[name]) / hours for name, (_, cpu) in results.items()}
+    labels = {"photos": "fieldlog run, photos from the fake Flickr", "plain": "fieldlog run, no photo source",
+              "gpxlogger": "gpxlogger"}
     text = [f"### Paced: {minutes:g} minutes at 1 Hz, as a walk really arrives\n",
             "The fast replay above compresses a day into minutes, so what fieldlog does per second of its own "
-            "(monotonic) clock barely shows: `status.json` replaced about once a second, the journal fsynced every "
-            "2 s. Here gpsfake sends one fix a second (`-c 0.5`, two sentences per fix) to fieldlog (photos from the "
-            f"fake Flickr) and gpxlogger, both connected to the same gpsd at once; one run, {len(fixes)} fixes. "
-            f"Machine: {machine()}.\n",
-            "| run | CPU s per walked hour, whole run | after the first fix | peak RSS MB |", "|---|---|---|---|",
-            f"| fieldlog run, photos from the fake Flickr | {per_hour['fieldlog']:.2f} | {steady['fieldlog']:.2f} "
-            f"| {peaks['fieldlog'] / 1024:.1f} |",
-            f"| gpxlogger | {per_hour['gpxlogger']:.2f} | {steady['gpxlogger']:.2f} | {peaks['gpxlogger'] / 1024:.1f} |", "",
-            "CPU is user + sys from wait4 at the end; \"after the first fix\" subtracts what the process had used when "
-            "fieldlog journaled its first fix (from /proc/PID/stat, 10 ms ticks), i.e. start-up. fieldlog's figures "
-            f"include the {photos} photos it fetched and thumbnailed. fieldlog uses "
-            f"{steady['fieldlog'] / max(1e-9, steady['gpxlogger']):.1f}× gpxlogger's CPU at 1 Hz after start-up."]
+            "(monotonic) clock barely shows: a thread wake-up for each fix, the journal's fsync every 5 s, "
+            "status.json every 30 s. Here gpsfake sends one fix a second (`-c 0.5`, two sentences per fix) to "
+            "two fieldlogs (one fetching photos from the fake Flickr, one with none) and gpxlogger, all connected "
+            f"to the same gpsd at once; one run, {len(fixes)} fixes. Machine: {machine()}.\n",
+            "| run | CPU s per walked hour, whole run | after the first fix | peak RSS MB |", "|---|---|---|---|"]
+    text += [f"| {labels[name]} | {per_hour[name]:.2f} | {steady[name]:.2f} | {peaks[name] / 1024:.1f} |"
+             for name in procs]
+    text += ["", "CPU is user + sys from wait4 at the end; \"after the first fix\" subtracts what the process had "
+             "used when both fieldlogs had journaled their first fix (from /proc/PID/stat, 10 ms ticks), i.e. "
+             f"start-up. The photo run fetched and thumbnailed {photos} photos. After start-up, fieldlog without "
+             f"photos uses {steady['plain'] / max(1e-9, steady['gpxlogger']):.1f}× gpxlogger's CPU at 1 Hz."]
     return "\n".join(text) + "\n"
 
 

@@ -2,9 +2,11 @@ import Foundation
 
 /// `status.json` in the state directory: what `fieldlog status` shows about the running recorder.
 /// Replaced whole (temp file + rename) so a reader never sees half of it; not synced, since it only
-/// describes the present. Replaced at most every 5 s, and at once when the connection to gpsd, the walk
-/// or its milestones change: each replacement creates an inode on the SD card, and doing it every second
-/// cost the recorder more CPU than everything else it does at 1 Hz (bench/results/daemon.md).
+/// describes the present. Replaced at once when the connection to gpsd, the walk or its milestones change,
+/// otherwise at most every 30 s: `fieldlog status` takes distance and milestones from the journal and
+/// corrects the age of the last fix by the journal's newer fixes, so a refresh only says the recorder is
+/// alive. Each replacement creates an inode on the SD card; at 1 Hz, replacing it every second cost more CPU
+/// than everything else the recorder does, and every 5 s still a seventh of it (bench/results/daemon.md).
 public final class StatusFile: @unchecked Sendable {
     public enum GPSDState: String, Codable, Sendable {
         case connecting, connected, disconnected, stopped
@@ -39,7 +41,7 @@ public final class StatusFile: @unchecked Sendable {
     /// The last fix's GPS time, formatted into `contents` only when the file is written.
     private var lastFixTime: Double?
     private var lastWrite = 0.0
-    private static let minimumInterval = 5.0
+    private static let minimumInterval = 30.0
 
     public init(directory: String, gpsdAddress: String) {
         path = directory + "/" + Self.fileName

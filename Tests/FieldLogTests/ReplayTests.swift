@@ -46,7 +46,7 @@ struct ReplayTests {
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let log = try #require(try walks().last)
         let written = try #require(StatusFile.read(directory: state))
-        // Milestones and the end of the session are written at once, whatever the 5 s interval.
+        // Milestones and the end of the session are written at once, whatever the 30 s interval.
         #expect(written.gpsd == .stopped)
         #expect(written.walk == log.id && written.milestones == log.milestones.count)
         let stopped = try fieldlog(["status", "--state-dir", state], in: directory)
