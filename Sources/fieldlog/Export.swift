@@ -56,8 +56,10 @@ struct Export: ParsableCommand, ConfiguredCommand {
             let message = "fieldlog: skipped \(count) damaged \(noun) in walk \(log.id): \(lines)\n"
             FileHandle.standardError.write(Data(message.utf8))
         }
-        let bytes = WalkExport.render(log, as: format) { [cacheDir] key in
-            PhotoCandidate.isValidID(key) && FileManager.default.fileExists(atPath: cacheDir + "/" + key + ".jpg")
+        // One listing of the cache, not a stat per milestone: a day's walk has a thousand of them.
+        let cachedFiles = Set((try? FileManager.default.contentsOfDirectory(atPath: cacheDir)) ?? [])
+        let bytes = WalkExport.render(log, as: format) { key in
+            PhotoCandidate.isValidID(key) && cachedFiles.contains(key + ".jpg")
         }
         if output == "-" {
             if let failure = FileIO.writeAll(bytes, to: STDOUT_FILENO) {

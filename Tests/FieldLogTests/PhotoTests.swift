@@ -89,6 +89,20 @@ struct PhotoTests {
         let file = try #require(files.first)
         let thumbnail = try Thumbnailer(size: 320).thumbnail(of: [UInt8](FileManager.default.contents(atPath: cache + "/" + file)!))
         #expect(max(thumbnail.width, thumbnail.height) == 320)
+        // The export tells which thumbnails the cache still holds: take one away.
+        try FileManager.default.removeItem(atPath: cache + "/" + file)
+        let export = try fieldlog(
+            ["export", "--state-dir", state, "--cache-dir", cache, "--format", "json", "-"], in: directory)
+        #expect(export.status == 0, "\(export.stderr)")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(export.stdout.utf8)) as? [String: Any])
+        let exported = try #require(document["milestones"] as? [[String: Any]]).compactMap { $0["photo"] as? [String: Any] }
+        #expect(exported.count == photos.count)
+        for photo in exported {
+            let key = try #require(photo["cache_key"] as? String)
+            #expect(photo["cached"] as? Bool == (files.contains(key + ".jpg") && key + ".jpg" != file), "\(key)")
+        }
+        #expect(exported.contains { $0["cached"] as? Bool == true })
+        #expect(exported.contains { $0["cached"] as? Bool == false })
         try expectKeyNowhere(outcome)
         #expect(flickr.requests.allSatisfy { !$0.contains("/img/") || !$0.contains(FakeFlickr.apiKey) })
         await flickr.stop()
