@@ -359,6 +359,81 @@ def paced_section(binary, work, minutes, jpeg):
     return "\n".join(text) + "\n"
 
 
+# Where the paced daemon's CPU goes, by thread and call chain; the first pattern that matches a sample wins.
+PROFILE_PARTS = (
+    ("the journal's fsync (every 5 s, and for each milestone)", lambda comm, chain: "fsync" in chain),
+    ("the `gpsd-reader` thread handing each fix over (AsyncStream's yield: enqueueing the waiting task, waking "
+     "a worker)", lambda comm, chain: comm == "gpsd-reader" and "ContinuationV5yield" in chain),
+    ("libgps on the `gpsd-reader` thread: waiting for gpsd, reading and parsing its JSON",
+     lambda comm, chain: comm == "gpsd-reader"),
+    ("libdispatch's manager thread: its epoll loop and timers (among them its worker-pool monitor, every second "
+     "while workers exist)", lambda comm, chain: "_dispatch_mgr_thread" in chain),
+    ("journal records: encoding and write(2)",
+     lambda comm, chain: any(name in chain for name in ("JournalFile", "JournalCodec", "writeAll"))),
+    ("status.json", lambda comm, chain: "StatusFile" in chain),
+    ("walk logic (epochs, filters, distance)", lambda comm, chain: any(
+        name in chain for name in ("WalkTracker", "EpochCollapser", "Geodesy"))),
+    ("the binary's code paged in on its first use", lambda comm, chain: "filemap_add_folio" in chain),
+    ("the rest, on dispatch workers: the recorder task woken for each fix (the task scheduler, actor hops, a "
+     "worker's wake-up and sleep) and its bookkeeping", lambda comm, chain: True),
+)
+
+
+STARTUP_SKIP_S = 2
+
+
+def profile_counts(data):
+    """Samples of a perf.data after start-up, counted by the first of PROFILE_PARTS each matches."""
+    script = subprocess.run(["perf", "script", "-i", str(data), "-F", "comm,time,ip,sym"], capture_output=True,
+                            text=True).stdout
+    counts = dict.fromkeys((label for label, _ in PROFILE_PARTS), 0)
+    started = None
+    for sample in filter(None, script.strip().split("\n\n")):
+        lines = sample.splitlines()
+        header = lines[0].split()
+        comm, at, chain = header[0], float(header[-1].rstrip(":")), " ".join(lines[1:])
+        started = at if started is None else started
+        # Start-up is measured in the start-up section; the first fix arrives about 0.8 s after start.
+        if at - started >= STARTUP_SKIP_S:
+            counts[next(label for label, matches in PROFILE_PARTS if matches(comm, chain))] += 1
+    return counts
+
+
+def profile_section(binary, work, minutes):
+    """perf record -g of fieldlog (no photo source) at a paced 1 Hz, its samples sorted into PROFILE_PARTS: why
+    it costs more than gpxlogger. A run of its own, so that perf cannot disturb the paced figures."""
+    if shutil.which("perf") is None:
+        return "### Where the CPU goes at 1 Hz\n\nNot measured: `perf` is not installed (Debian: linux-perf).\n"
+    capture = work / f"walk-{minutes:g}min.nmea"
+    if not capture.exists():
+        subprocess.run([sys.executable, str(HERE / "walk.py"), str(minutes / 60), str(capture)], check=True)
+    run_dir = work / "profile"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    gpsfake, port = start_gpsfake(capture, work, cycle=0.5)
+    data = run_dir / "perf.data"
+    # Started under perf, so that every thread it creates is followed (attaching with -p misses later ones).
+    subprocess.run(
+        ["perf", "record", "-q", "-g", "-F", "20000", "-o", str(data), "--",
+         binary, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", str(run_dir / "state"),
+         "--cache-dir", str(run_dir / "cache")],
+        env=dict(os.environ, FIELDLOG_CONFIG="/dev/null", FLICKR_API_KEY=""),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stop(gpsfake)
+    counts = profile_counts(data)
+    total = sum(counts.values())
+    if total == 0:
+        return "### Where the CPU goes at 1 Hz\n\nNot measured: perf recorded no samples (perf_event_paranoid?).\n"
+    text = ["### Where the CPU goes at 1 Hz (fieldlog, no photo source)\n",
+            f"A {minutes:g}-minute paced run of its own, profiled with `perf record -g -F 20000 -- fieldlog run ...` "
+            f"({total} samples, one per 50 µs of CPU, after its first {STARTUP_SKIP_S} s). Samples are sorted by thread and "
+            "call chain (`PROFILE_PARTS` in bench/walkbench.py), the first match winning; kernel time (context "
+            "switches, syscalls) counts with the code that entered it.\n",
+            "| where | share of fieldlog's CPU |", "|---|---|"]
+    text += [f"| {label} | {count * 100 / total:.0f} % |" for label, count in counts.items()]
+    return "\n".join(text) + "\n"
+
+
 def text_size(binary):
     out = subprocess.run(["size", "-A", binary], capture_output=True, text=True).stdout
     return next((int(l.split()[1]) for l in out.splitlines() if l.startswith(".text ")), 0)
@@ -510,6 +585,7 @@ def main():
     daemon, journal = daemon_section(binary, capture, work, args.reps, Path(args.jpeg))
     if args.paced_minutes > 0:
         daemon += "\n" + paced_section(binary, work, args.paced_minutes, Path(args.jpeg))
+        daemon += "\n" + profile_section(binary, work, args.paced_minutes / 2)
     sections = {"daemon.md": daemon, "export.md": export_section(binary, journal, work, max(5, args.reps)),
                 "startup.md": startup_section(binary, work, max(5, args.reps))}
     for name, text in sections.items():

@@ -48,13 +48,14 @@ public final class GPSDReader: Sendable {
         let slots = DispatchSemaphore(value: Self.capacity)
         continuation.onTermination = { [self] _ in stop() }
         let thread = Thread { [self] in
+            // Set from inside: Foundation on Linux names the kernel's thread (`top -H`, perf) only for the current one.
+            Thread.current.name = "gpsd-reader"
             run(emit: { event in
                 slots.wait()
                 continuation.yield(event)
             })
             continuation.finish()
         }
-        thread.name = "gpsd-reader"
         thread.start()
         return GPSEvents(stream: stream, slots: slots)
     }
