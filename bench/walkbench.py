@@ -359,23 +359,25 @@ def paced_section(binary, work, minutes, jpeg):
     return "\n".join(text) + "\n"
 
 
+def calls(chain, *types):
+    """Whether a call chain has a frame in a method of one of FieldLog's `types` (mangled: length and name,
+    then the kind). Frames are preceded by a space; types inside other symbols' signatures are not."""
+    return any(f" $s8FieldLog{name}" in chain for name in types)
+
+
 # Where the paced daemon's CPU goes, by thread and call chain; the first pattern that matches a sample wins.
 PROFILE_PARTS = (
     ("the journal's fsync (every 5 s, and for each milestone)", lambda comm, chain: "fsync" in chain),
-    ("the `gpsd-reader` thread handing each fix over (AsyncStream's yield: enqueueing the waiting task, waking "
-     "a worker)", lambda comm, chain: comm == "gpsd-reader" and "ContinuationV5yield" in chain),
-    ("libgps on the `gpsd-reader` thread: waiting for gpsd, reading and parsing its JSON",
-     lambda comm, chain: comm == "gpsd-reader"),
-    ("libdispatch's manager thread: its epoll loop and timers (among them its worker-pool monitor, every second "
-     "while workers exist)", lambda comm, chain: "_dispatch_mgr_thread" in chain),
-    ("journal records: encoding and write(2)",
-     lambda comm, chain: any(name in chain for name in ("JournalFile", "JournalCodec", "writeAll"))),
-    ("status.json", lambda comm, chain: "StatusFile" in chain),
-    ("walk logic (epochs, filters, distance)", lambda comm, chain: any(
-        name in chain for name in ("WalkTracker", "EpochCollapser", "Geodesy"))),
+    ("status.json (replaced every 30 s and on changes)", lambda comm, chain: calls(chain, "10StatusFileC")),
+    ("recording each fix: walk logic (epochs, filters, distance), encoding its journal record, write(2)",
+     lambda comm, chain: calls(chain, "12WalkRecorderC", "11WalkTrackerV", "14EpochCollapserV", "7GeodesyO",
+                               "11JournalFileC", "12JournalCodecO", "11JournalLineV")),
     ("the binary's code paged in on its first use", lambda comm, chain: "filemap_add_folio" in chain),
-    ("the rest, on dispatch workers: the recorder task woken for each fix (the task scheduler, actor hops, a "
-     "worker's wake-up and sleep) and its bookkeeping", lambda comm, chain: True),
+    ("the rest of the `gpsd-reader` thread: waiting for gpsd in select(2) (a wake-up for each report), libgps "
+     "reading and parsing its JSON", lambda comm, chain: comm == "gpsd-reader"),
+    ("libdispatch's manager thread: its epoll loop and timers (its worker-pool monitor wakes every second)",
+     lambda comm, chain: "_dispatch_mgr_thread" in chain),
+    ("the rest, on Swift concurrency's workers: the services' start and shutdown", lambda comm, chain: True),
 )
 
 

@@ -20,36 +20,36 @@ public struct RecorderService: Service {
     }
 
     public func run() async throws {
-        let events = reader.events()
-        try await recorder.note(.sessionStart, message: "pid \(getpid())")
-        status.update(gpsd: .connecting, summary: await recorder.summary)
+        try recorder.note(.sessionStart, message: "pid \(getpid())")
+        status.update(gpsd: .connecting, summary: recorder.summary)
         try await withGracefulShutdownHandler {
-            for await event in events {
-                try await handle(event)
+            try await reader.run { [recorder, status] event in
+                try Self.handle(event, recorder: recorder, status: status)
             }
         } onGracefulShutdown: { [reader] in
             reader.stop()
         }
-        try await recorder.finishSession(reason: Task.isShuttingDownGracefully ? "stopped" : "gpsd stream ended")
-        status.update(gpsd: .stopped, summary: await recorder.summary)
+        try recorder.finishSession(reason: Task.isShuttingDownGracefully ? "stopped" : "gpsd stream ended")
+        status.update(gpsd: .stopped, summary: recorder.summary)
         onEnd()
     }
 
-    private func handle(_ event: GPSEvent) async throws {
+    /// Runs on the gpsd reader thread.
+    private static func handle(_ event: GPSEvent, recorder: WalkRecorder, status: StatusFile) throws {
         switch event {
         case let .fix(fix):
-            try await recorder.record(fix)
-            status.noteFix(summary: await recorder.summary)
+            try recorder.record(fix)
+            status.noteFix(summary: recorder.summary)
         case .idle:
-            try await recorder.flush()
-            status.update(gpsd: .connected, summary: await recorder.summary)
+            try recorder.flush()
+            status.update(gpsd: .connected, summary: recorder.summary)
         case .connected:
-            try await recorder.note(.gpsdConnected)
-            status.update(gpsd: .connected, summary: await recorder.summary)
+            try recorder.note(.gpsdConnected)
+            status.update(gpsd: .connected, summary: recorder.summary)
         case let .disconnected(reason):
-            try await recorder.flush()
-            try await recorder.note(.gpsdLost, message: reason)
-            status.update(gpsd: .disconnected, summary: await recorder.summary)
+            try recorder.flush()
+            try recorder.note(.gpsdLost, message: reason)
+            status.update(gpsd: .disconnected, summary: recorder.summary)
         }
     }
 }

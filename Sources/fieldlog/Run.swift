@@ -129,7 +129,7 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
             })
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let photoService {
-            await recorder.setMilestoneHandler { milestone, walkID in
+            recorder.setMilestoneHandler { milestone, walkID in
                 photoService.enqueue(milestone, walkID: walkID)
             }
             services = [
@@ -143,7 +143,7 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
         // Last, so that it hears of a shutdown first (STOPPING=1); READY=1 as the group starts, state recovered.
         let notifier = SystemdNotifier(logger: logger)
         if notifier.isEnabled {
-            let systemd = SystemdService(notifier: notifier, logger: logger) { _ = await recorder.summary; return true }
+            let systemd = SystemdService(notifier: notifier, logger: logger) { _ = recorder.summary; return true }
             services.append(.init(service: systemd, successTerminationBehavior: .gracefullyShutdownGroup))
         }
         let group = ServiceGroup(

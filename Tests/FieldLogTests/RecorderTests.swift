@@ -59,9 +59,9 @@ private func walk(
     return (fixes, spot)
 }
 
-private func record(_ fixes: some Sequence<Fix>, into recorder: WalkRecorder) async throws {
+private func record(_ fixes: some Sequence<Fix>, into recorder: WalkRecorder) throws {
     for fix in fixes {
-        try await recorder.record(fix)
+        try recorder.record(fix)
     }
 }
 
@@ -90,13 +90,13 @@ private func appendBytes(_ text: String, to path: String) throws {
 
 // MARK: - Recording
 
-@Test func recordingAWalkJournalsStartFixesAndMilestones() async throws {
+@Test func recordingAWalkJournalsStartFixesAndMilestones() throws {
     let state = StateDirectory()
     let recorder = try state.recorder()
     // 320 s at 1.4 m/s: about 450 m, milestones 0...4.
     let fixes = walk(seconds: 320).fixes
-    try await record(fixes, into: recorder)
-    try await recorder.finishSession(reason: "test over")
+    try record(fixes, into: recorder)
+    try recorder.finishSession(reason: "test over")
 
     let ids = try state.store.walkIDs()
     #expect(ids == ["20260518T080000Z"])
@@ -127,31 +127,31 @@ private func appendBytes(_ text: String, to path: String) throws {
         }
         #expect(point.fix.time == milestone.time)
     }
-    let summary = await recorder.summary
+    let summary = recorder.summary
     #expect(summary.walkID == id)
     #expect(summary.milestones == 5)
     #expect(abs(summary.distance - log.distance) < 0.01)
     #expect(summary.lastFixTime == fixes.last!.time)
 }
 
-@Test func onlyTheLastReportOfAnEpochIsRecorded() async throws {
+@Test func onlyTheLastReportOfAnEpochIsRecorded() throws {
     let state = StateDirectory()
     let recorder = try state.recorder()
     let first = Fix(time: t0, latitude: 47, longitude: 8, horizontalError: 9)
     let better = Fix(time: t0, latitude: 47.00001, longitude: 8, horizontalError: 3)
     let next = Fix(time: t0 + 1, latitude: 47.00002, longitude: 8, horizontalError: 3)
-    try await recorder.record(first)
+    try recorder.record(first)
     #expect(try state.store.walkIDs().isEmpty, "nothing is processed before the epoch is complete")
-    try await recorder.record(better)
-    try await recorder.record(next)
-    try await recorder.flush()
+    try recorder.record(better)
+    try recorder.record(next)
+    try recorder.flush()
     let log = try #require(try state.walks().first)
     #expect(log.points.map(\.fix.time) == [t0, t0 + 1])
     #expect(log.points.first?.fix.latitude == 47.00001)
     #expect(log.points.first?.fix.horizontalError == 3)
 }
 
-@Test func milestoneHandlerHearsEachMilestoneOnce() async throws {
+@Test func milestoneHandlerHearsEachMilestoneOnce() throws {
     final class Heard: @unchecked Sendable {
         let lock = NSLock()
         var milestones: [(Int, String)] = []
@@ -162,57 +162,57 @@ private func appendBytes(_ text: String, to path: String) throws {
     let state = StateDirectory()
     let recorder = try state.recorder()
     let heard = Heard()
-    await recorder.setMilestoneHandler { heard.add($0, $1) }
-    try await record(walk(seconds: 160).fixes, into: recorder)
-    try await recorder.finishSession(reason: "test over")
+    recorder.setMilestoneHandler { heard.add($0, $1) }
+    try record(walk(seconds: 160).fixes, into: recorder)
+    try recorder.finishSession(reason: "test over")
     let id = try #require(try state.store.walkIDs().first)
     #expect(heard.lock.withLock { heard.milestones.map(\.0) } == [0, 1, 2])
     #expect(heard.lock.withLock { heard.milestones.allSatisfy { $0.1 == id } })
 }
 
-@Test func eventsBeforeTheFirstFixLandInTheWalk() async throws {
+@Test func eventsBeforeTheFirstFixLandInTheWalk() throws {
     let state = StateDirectory()
     let recorder = try state.recorder()
-    try await recorder.note(.sessionStart)
-    try await recorder.note(.gpsdConnected, message: "gpsd at localhost:2947")
+    try recorder.note(.sessionStart)
+    try recorder.note(.gpsdConnected, message: "gpsd at localhost:2947")
     #expect(try state.store.walkIDs().isEmpty)
-    try await record(walk(seconds: 5).fixes, into: recorder)
-    try await recorder.finishSession(reason: "done")
+    try record(walk(seconds: 5).fixes, into: recorder)
+    try recorder.finishSession(reason: "done")
     let id = try #require(try state.store.walkIDs().first)
     #expect(Array(try kinds(state, id).prefix(3)) == ["walk_start", "session_start", "gpsd_connected"])
 }
 
-@Test func fixesTooImpreciseNeverCreateAWalk() async throws {
+@Test func fixesTooImpreciseNeverCreateAWalk() throws {
     let state = StateDirectory()
     let recorder = try state.recorder()
     let limits = WalkLimits()
-    try await record(walk(seconds: 120, eph: limits.maxHorizontalError + 30).fixes, into: recorder)
-    try await recorder.flush()
-    try await record(
+    try record(walk(seconds: 120, eph: limits.maxHorizontalError + 30).fixes, into: recorder)
+    try recorder.flush()
+    try record(
         [Fix(time: t0 + 500, latitude: 47, longitude: 8, mode: 1), Fix(time: t0 + 501, latitude: 47, longitude: 8, mode: 1)],
         into: recorder)
-    try await recorder.finishSession(reason: "done")
+    try recorder.finishSession(reason: "done")
     #expect(try state.store.walkIDs().isEmpty)
-    #expect(await recorder.summary.walkID == nil)
+    #expect(recorder.summary.walkID == nil)
 
     // The first good fix starts the walk there, not at the first bad one.
-    try await record(walk(seconds: 10, startTime: t0 + 600).fixes, into: recorder)
-    try await recorder.finishSession(reason: "done")
+    try record(walk(seconds: 10, startTime: t0 + 600).fixes, into: recorder)
+    try recorder.finishSession(reason: "done")
     let log = try #require(try state.walks().first)
     #expect(try state.store.walkIDs().count == 1)
     #expect(log.started == t0 + 600)
     #expect(log.points.first?.fix.time == t0 + 600)
 }
 
-@Test func timeJumpBeyondIdleGapWhileRunningEndsTheWalkAndStartsAnother() async throws {
+@Test func timeJumpBeyondIdleGapWhileRunningEndsTheWalkAndStartsAnother() throws {
     let state = StateDirectory()
     let recorder = try state.recorder()
     let limits = WalkLimits()
     let before = walk(seconds: 100)
     let jump = limits.idleGap + 60
     let after = walk(from: before.end, seconds: 100, startTime: before.fixes.last!.time + jump, seed: 2)
-    try await record(before.fixes + after.fixes, into: recorder)
-    try await recorder.finishSession(reason: "done")
+    try record(before.fixes + after.fixes, into: recorder)
+    try recorder.finishSession(reason: "done")
 
     let ids = try state.store.walkIDs()
     #expect(ids.count == 2)
@@ -235,14 +235,14 @@ private func appendBytes(_ text: String, to path: String) throws {
     #expect(second.segments.isEmpty)
 }
 
-@Test func pauseWithinIdleGapWhileRunningKeepsTheWalk() async throws {
+@Test func pauseWithinIdleGapWhileRunningKeepsTheWalk() throws {
     let state = StateDirectory()
     let recorder = try state.recorder()
     let before = walk(seconds: 100)
     // Ten minutes waiting at the same spot without a fix: a new segment, the same walk.
     let after = walk(from: before.end, seconds: 100, startTime: before.fixes.last!.time + 600, seed: 2)
-    try await record(before.fixes + after.fixes, into: recorder)
-    try await recorder.finishSession(reason: "done")
+    try record(before.fixes + after.fixes, into: recorder)
+    try recorder.finishSession(reason: "done")
     let logs = try state.walks()
     #expect(logs.count == 1)
     #expect(logs.first?.segments.map(\.index) == [1])
@@ -255,10 +255,10 @@ private func appendBytes(_ text: String, to path: String) throws {
 /// lost), optionally leaving half a line at the end of its journal.
 private func crashedWalk(
     _ state: StateDirectory, fixes: [Fix], crashAfter: Int, tornLine: String? = nil
-) async throws -> String {
+) throws -> String {
     do {
         let recorder = try state.recorder()
-        try await record(fixes[..<crashAfter], into: recorder)
+        try record(fixes[..<crashAfter], into: recorder)
     }
     let id = try #require(try state.store.walkIDs().last)
     if let tornLine {
@@ -268,11 +268,11 @@ private func crashedWalk(
 }
 
 @Test(arguments: [nil, #"{"dist":117.3,"lat":47.00"#])
-func crashedWalkResumesWhenFixesContinueWithinIdleGap(tornLine: String?) async throws {
+func crashedWalkResumesWhenFixesContinueWithinIdleGap(tornLine: String?) throws {
     let state = StateDirectory()
     // 330 s walking: ~460 m. The crash comes at 200 s; the restart takes 20 s during which walking goes on.
     let fixes = walk(seconds: 330).fixes
-    let id = try await crashedWalk(state, fixes: fixes, crashAfter: 200, tornLine: tornLine)
+    let id = try crashedWalk(state, fixes: fixes, crashAfter: 200, tornLine: tornLine)
     let beforeCrash = try state.records(id)
     let journaled = try state.store.read(id)
     #expect(journaled.points.count == 199, "the fix in flight is lost with the crash")
@@ -284,11 +284,11 @@ func crashedWalkResumesWhenFixesContinueWithinIdleGap(tornLine: String?) async t
     // Start-up repaired the journal and found the walk interrupted.
     let repaired = try state.store.read(id)
     #expect(repaired.damagedLines.isEmpty)
-    #expect(await recorder.summary.walkID == id)
-    #expect(abs(await recorder.summary.distance - journaled.distance) < 0.01)
+    #expect(recorder.summary.walkID == id)
+    #expect(abs(recorder.summary.distance - journaled.distance) < 0.01)
 
-    try await record(fixes[220...], into: recorder)
-    try await recorder.finishSession(reason: "done")
+    try record(fixes[220...], into: recorder)
+    try recorder.finishSession(reason: "done")
 
     #expect(try state.store.walkIDs() == [id])
     let log = try state.store.read(id)
@@ -319,24 +319,24 @@ func crashedWalkResumesWhenFixesContinueWithinIdleGap(tornLine: String?) async t
     // The same fixes without the crash give the same walk, give or take what the lost epochs change.
     let reference = StateDirectory()
     let uninterrupted = try reference.recorder()
-    try await record(fixes[..<199] + fixes[220...], into: uninterrupted)
-    try await uninterrupted.finishSession(reason: "done")
+    try record(fixes[..<199] + fixes[220...], into: uninterrupted)
+    try uninterrupted.finishSession(reason: "done")
     let referenceLog = try #require(try reference.walks().first)
     #expect(abs(referenceLog.distance - log.distance) < 0.1)
     #expect(referenceLog.milestones.map(\.index) == log.milestones.map(\.index))
 }
 
-@Test func crashedWalkResumesAfterALongPauseAsANewSegment() async throws {
+@Test func crashedWalkResumesAfterALongPauseAsANewSegment() throws {
     let state = StateDirectory()
     let first = walk(seconds: 150)
-    let id = try await crashedWalk(state, fixes: first.fixes, crashAfter: 151)
+    let id = try crashedWalk(state, fixes: first.fixes, crashAfter: 151)
     let journaled = try state.store.read(id)
     // Twenty minutes later (within the 30 minute idle gap) the walker goes on from where they stopped.
     let resumeTime = journaled.points.last!.fix.time + 20 * 60
     let second = walk(from: first.end, seconds: 100, startTime: resumeTime, seed: 9)
     let recorder = try state.recorder()
-    try await record(second.fixes, into: recorder)
-    try await recorder.finishSession(reason: "done")
+    try record(second.fixes, into: recorder)
+    try recorder.finishSession(reason: "done")
 
     #expect(try state.store.walkIDs() == [id])
     let log = try state.store.read(id)
@@ -347,17 +347,17 @@ func crashedWalkResumesWhenFixesContinueWithinIdleGap(tornLine: String?) async t
     #expect(abs(log.distance - 1.4 * 250) < 12, "\(log.distance) m")
 }
 
-@Test func crashedWalkIsEndedWhenFixesComeBackAfterIdleGap() async throws {
+@Test func crashedWalkIsEndedWhenFixesComeBackAfterIdleGap() throws {
     let state = StateDirectory()
     let limits = WalkLimits()
     let first = walk(seconds: 150)
-    let oldID = try await crashedWalk(state, fixes: first.fixes, crashAfter: 120, tornLine: #"{"type":"mile"#)
+    let oldID = try crashedWalk(state, fixes: first.fixes, crashAfter: 120, tornLine: #"{"type":"mile"#)
     let lastJournaled = try #require(try state.store.read(oldID).points.last)
 
     let recorder = try state.recorder()
     let later = walk(from: first.end, seconds: 30, startTime: lastJournaled.fix.time + limits.idleGap + 1, seed: 4)
-    try await record(later.fixes, into: recorder)
-    try await recorder.finishSession(reason: "done")
+    try record(later.fixes, into: recorder)
+    try recorder.finishSession(reason: "done")
 
     let ids = try state.store.walkIDs()
     #expect(ids.count == 2)
@@ -382,17 +382,17 @@ func crashedWalkResumesWhenFixesContinueWithinIdleGap(tornLine: String?) async t
 
     // A third session finds the old walk closed and the new one interrupted (it was never ended).
     let third = try state.recorder()
-    #expect(await third.summary.walkID == newID)
+    #expect(third.summary.walkID == newID)
 }
 
-@Test func closedWalkIsNeverResumed() async throws {
+@Test func closedWalkIsNeverResumed() throws {
     let state = StateDirectory()
     let limits = WalkLimits()
     let first = walk(seconds: 60)
     let recorder = try state.recorder()
     // Walk, then a jump past the idle gap closes it and opens a second walk; that one crashes.
-    try await record(first.fixes, into: recorder)
-    try await record(walk(from: first.end, seconds: 10, startTime: first.fixes.last!.time + limits.idleGap + 5).fixes, into: recorder)
+    try record(first.fixes, into: recorder)
+    try record(walk(from: first.end, seconds: 10, startTime: first.fixes.last!.time + limits.idleGap + 5).fixes, into: recorder)
     let ids = try state.store.walkIDs()
     #expect(ids.count == 2)
     let closed = try state.store.read(ids[0])
@@ -400,5 +400,5 @@ func crashedWalkResumesWhenFixesContinueWithinIdleGap(tornLine: String?) async t
 
     // After the crash, fixes continue soon after the second walk: the second one resumes, the first stays closed.
     let restarted = try state.recorder()
-    #expect(await restarted.summary.walkID == ids[1])
+    #expect(restarted.summary.walkID == ids[1])
 }

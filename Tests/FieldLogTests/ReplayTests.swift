@@ -1,5 +1,6 @@
 import FieldLog
 import Foundation
+import Logging
 import Testing
 
 /// fieldlog against a real gpsd fed by gpsfake: real captures and long generated walks.
@@ -170,6 +171,25 @@ struct DaemonTests {
         return false
     }
 
+    /// The reader hands events to the recorder on its own thread; when recording fails (a full disk), it stops
+    /// reading and `run` rethrows, instead of reconnecting and dropping fixes.
+    @Test func readerStopsAndRethrowsWhenItsHandlerFails() async throws {
+        struct DiskFull: Error {}
+        let gpsd = try GPSFake(capture: Harness.capture("bundg_zeus_9"), delay: 0.05, in: directory)
+        let reader = GPSDReader(
+            configuration: .init(host: "127.0.0.1", port: String(gpsd.port)), logger: Logger(label: "test"))
+        let heard = EventLog()
+        await #expect(throws: DiskFull.self) {
+            try await reader.run { event in
+                if case .fix = event, heard.add(event) == 3 { throw DiskFull() }
+                if case .connected = event { _ = heard.add(event) }
+            }
+        }
+        let events = heard.events
+        #expect(events.count == 4 && events.first == .connected, "\(events)")
+        #expect(events.dropFirst().allSatisfy { if case .fix = $0 { true } else { false } })
+    }
+
     @Test func survivesGPSDAbsentAndRestartingThenStopsCleanlyOnSIGTERM() throws {
         let port = Harness.freePort()
         // fieldlog starts first: gpsd is not there yet.
@@ -247,4 +267,22 @@ struct DaemonTests {
         let hundreds = Set(log.points.map { Int($0.distance / 100) })
         #expect(log.milestones.count == hundreds.count)
     }
+}
+
+/// Events a reader's handler saw, from its thread.
+private final class EventLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var fixes = 0
+    private var all: [GPSEvent] = []
+
+    /// Returns how many fixes it has seen.
+    func add(_ event: GPSEvent) -> Int {
+        lock.withLock {
+            all.append(event)
+            if case .fix = event { fixes += 1 }
+            return fixes
+        }
+    }
+
+    var events: [GPSEvent] { lock.withLock { all } }
 }

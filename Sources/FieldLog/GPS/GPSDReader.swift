@@ -12,9 +12,10 @@ public enum GPSEvent: Sendable, Equatable {
     case idle
 }
 
-/// Reads gpsd through libgps on a dedicated thread (libgps blocks) and hands events to the async world
-/// through a bounded stream: when the consumer falls behind, the thread waits instead of dropping fixes.
-/// gpsd going away, restarting or never coming is normal: it reconnects forever with capped backoff.
+/// Reads gpsd through libgps on a thread of its own (libgps blocks) and hands each event to its handler on
+/// that thread: at 1 Hz, a hop into Swift concurrency per fix cost more CPU than recording the fix
+/// (bench/results/daemon.md). gpsd going away, restarting or never coming is normal: it reconnects forever
+/// with capped backoff.
 public final class GPSDReader: Sendable {
     public struct Configuration: Sendable {
         public var host: String
@@ -33,7 +34,6 @@ public final class GPSDReader: Sendable {
     private let configuration: Configuration
     private let logger: Logger
     private let stopped = LockedFlag()
-    private static let capacity = 1024
     /// gpsd's own advice: waits shorter than about 2 s can misreport on some versions.
     private static let waitMicroseconds: Int32 = 2_000_000
 
@@ -42,29 +42,34 @@ public final class GPSDReader: Sendable {
         self.logger = logger
     }
 
-    /// Starts the reader thread. The stream ends after `stop()` or, with `once`, when gpsd closes.
-    public func events() -> GPSEvents {
-        let (stream, continuation) = AsyncStream<GPSEvent>.makeStream(bufferingPolicy: .unbounded)
-        let slots = DispatchSemaphore(value: Self.capacity)
-        continuation.onTermination = { [self] _ in stop() }
-        let thread = Thread { [self] in
-            // Set from inside: Foundation on Linux names the kernel's thread (`top -H`, perf) only for the current one.
-            Thread.current.name = "gpsd-reader"
-            run(emit: { event in
-                slots.wait()
-                continuation.yield(event)
-            })
-            continuation.finish()
+    /// Reads until `stop()`, or with `once` until gpsd closes, calling `handle` on the reader thread for every
+    /// event; when `handle` throws, reading stops and the error is rethrown here.
+    public func run(handle: @escaping @Sendable (GPSEvent) throws -> Void) async throws {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
+                let thread = Thread { [self] in
+                    // Set from inside: Foundation on Linux names the kernel's thread (`top -H`, perf) only for
+                    // the current one.
+                    Thread.current.name = "gpsd-reader"
+                    do {
+                        try connectAndRead(emit: handle)
+                        done.resume()
+                    } catch {
+                        done.resume(throwing: error)
+                    }
+                }
+                thread.start()
+            }
+        } onCancel: {
+            stop()
         }
-        thread.start()
-        return GPSEvents(stream: stream, slots: slots)
     }
 
     public func stop() {
         stopped.set()
     }
 
-    private func run(emit: (GPSEvent) -> Void) {
+    private func connectAndRead(emit: (GPSEvent) throws -> Void) throws {
         var backoff = configuration.initialBackoff
         var lastFailure: String?
         while !stopped.isSet {
@@ -73,7 +78,7 @@ public final class GPSDReader: Sendable {
                 let reason = String(cString: cgps_error_text(error))
                 if reason != lastFailure {
                     logger.warning("gpsd at \(address) unavailable (\(reason)); retrying with backoff up to \(Int(configuration.maxBackoff)) s")
-                    emit(.disconnected(reason: reason))
+                    try emit(.disconnected(reason: reason))
                     lastFailure = reason
                 }
                 sleep(seconds: backoff)
@@ -81,14 +86,20 @@ public final class GPSDReader: Sendable {
                 continue
             }
             logger.info("connected to gpsd at \(address)")
-            emit(.connected)
-            lastFailure = nil
-            let delivered = read(session, emit: emit)
+            let delivered: Bool
+            do {
+                try emit(.connected)
+                lastFailure = nil
+                delivered = try read(session, emit: emit)
+            } catch {
+                cgps_close(session)
+                throw error
+            }
             cgps_close(session)
             if stopped.isSet { return }
             let reason = "gpsd closed the connection"
             logger.warning("\(reason) at \(address)")
-            emit(.disconnected(reason: reason))
+            try emit(.disconnected(reason: reason))
             lastFailure = reason
             if configuration.once { return }
             if delivered { backoff = configuration.initialBackoff }
@@ -98,13 +109,13 @@ public final class GPSDReader: Sendable {
     }
 
     /// Reads until gpsd goes away or the reader is stopped. Returns whether any fix arrived.
-    private func read(_ session: OpaquePointer, emit: (GPSEvent) -> Void) -> Bool {
+    private func read(_ session: OpaquePointer, emit: (GPSEvent) throws -> Void) throws -> Bool {
         var delivered = false
         var raw = cgps_fix()
         while !stopped.isSet {
             switch cgps_wait(session, Self.waitMicroseconds) {
             case 0:
-                emit(.idle)
+                try emit(.idle)
                 continue
             case 1:
                 break
@@ -117,7 +128,7 @@ public final class GPSDReader: Sendable {
             case Int32(CGPS_READ_FIX):
                 if let fix = Fix(raw) {
                     delivered = true
-                    emit(.fix(fix))
+                    try emit(.fix(fix))
                 }
             default:
                 continue
@@ -135,27 +146,6 @@ public final class GPSDReader: Sendable {
             Thread.sleep(forTimeInterval: min(remaining, 0.1))
             remaining -= 0.1
         }
-    }
-}
-
-/// The reader's events; taking one frees a slot for the reader thread, which keeps the stream bounded.
-public struct GPSEvents: AsyncSequence, Sendable {
-    let stream: AsyncStream<GPSEvent>
-    let slots: DispatchSemaphore
-
-    public struct AsyncIterator: AsyncIteratorProtocol {
-        var base: AsyncStream<GPSEvent>.AsyncIterator
-        let slots: DispatchSemaphore
-
-        public mutating func next() async -> GPSEvent? {
-            let event = await base.next()
-            if event != nil { slots.signal() }
-            return event
-        }
-    }
-
-    public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: stream.makeAsyncIterator(), slots: slots)
     }
 }
 

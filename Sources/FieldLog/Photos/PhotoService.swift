@@ -93,7 +93,7 @@ public struct PhotoService: Service {
             let item = queue[0]
             do {
                 let record = try await photo(for: item, excluding: used[item.walkID, default: []])
-                try await recorder.attach(record, toWalk: item.walkID)
+                try recorder.attach(record, toWalk: item.walkID)
                 if let id = record.photo?.id { used[item.walkID, default: []].insert(id) }
                 queue.removeFirst()
                 backoff = 1
@@ -103,7 +103,7 @@ public struct PhotoService: Service {
                 }
             } catch let error as PhotoSourceError where error.kind == .fatal {
                 logger.error("photo source \(sourceName) unusable: \(error.message); milestones stay pending")
-                try? await recorder.note(.photoSourceUnavailable, message: error.message)
+                try? recorder.note(.photoSourceUnavailable, message: error.message)
                 // Keep draining the stream so nothing blocks; journaled milestones stay pending.
                 while await incoming.next() != nil {}
                 return
@@ -166,6 +166,6 @@ public struct PhotoService: Service {
     {
         rejected.insert(candidate.id)
         logger.warning("photo \(candidate.id) skipped: \(reason)")
-        try await recorder.note(.error, message: "photo \(candidate.id) from \(sourceName) skipped: \(reason)")
+        try recorder.note(.error, message: "photo \(candidate.id) from \(sourceName) skipped: \(reason)")
     }
 }

@@ -2,8 +2,9 @@ import Foundation
 import Logging
 
 /// Turns a stream of fixes into walk journals: starts, resumes and ends walks, and decides what must be on
-/// disk when.
-public actor WalkRecorder {
+/// disk when. One lock makes it safe from any thread: the gpsd reader thread records each fix itself, the
+/// photo service attaches photos from its task.
+public final class WalkRecorder: @unchecked Sendable {
     public let store: JournalStore
     public let limits: WalkLimits
     private let logger: Logger
@@ -12,6 +13,7 @@ public actor WalkRecorder {
     /// few seconds" (issue 2), for at most about 6 s of track lost at a power cut.
     private let syncInterval: Duration
     private let clock = ContinuousClock()
+    private let lock = NSLock()
 
     private var collapser = EpochCollapser()
     private var walk: OpenWalk?
@@ -21,7 +23,7 @@ public actor WalkRecorder {
     private var unsynced = false
     /// Events that happened before a walk file existed, journaled into the walk when it starts.
     private var earlyEvents: [JournalEvent] = []
-    /// Called with each milestone once it is on disk.
+    /// Called with each milestone once it is on disk, under the lock: it must not call back into the recorder.
     private var onMilestone: (@Sendable (Milestone, _ walkID: String) -> Void)?
 
     private struct OpenWalk {
@@ -67,10 +69,14 @@ public actor WalkRecorder {
 
     /// Registers who acts on milestones (photo lookup); it is called only after the milestone is synced.
     public func setMilestoneHandler(_ handler: @escaping @Sendable (Milestone, _ walkID: String) -> Void) {
-        onMilestone = handler
+        lock.withLock { onMilestone = handler }
     }
 
     public var summary: Summary {
+        lock.withLock { currentSummary }
+    }
+
+    private var currentSummary: Summary {
         guard let walk else {
             return Summary(
                 walkID: interrupted?.id, distance: interrupted?.distance ?? 0,
@@ -84,13 +90,62 @@ public actor WalkRecorder {
     /// Feeds one fix from gpsd. Fixes without GPS time are useless to a walk on GPS time and are dropped
     /// before they get here.
     public func record(_ fix: Fix) throws(JournalError) {
-        if let finished = collapser.add(fix) {
-            try process(finished)
+        try locked { () throws(JournalError) in
+            if let finished = collapser.add(fix) {
+                try process(finished)
+            }
         }
     }
 
     /// Journals a recorder event (gpsd state, errors) with the system clock as its wall time.
     public func note(_ kind: JournalEvent.Kind, message: String? = nil) throws(JournalError) {
+        try locked { () throws(JournalError) in try journal(kind, message: message) }
+    }
+
+    /// Called when gpsd's stream pauses or ends: the last epoch is complete, and unsynced fixes are due.
+    public func flush() throws(JournalError) {
+        try locked { () throws(JournalError) in
+            if let finished = collapser.flush() {
+                try process(finished)
+            }
+            try syncIfDue()
+        }
+    }
+
+    /// Ends this session (not the walk: a later session may resume it) with everything on disk.
+    public func finishSession(reason: String) throws(JournalError) {
+        try locked { () throws(JournalError) in
+            if let finished = collapser.flush() {
+                try process(finished)
+            }
+            try journal(.sessionEnd, message: reason)
+            try sync()
+        }
+    }
+
+    /// Journals a milestone's photo outcome into its walk, which may have ended since, and syncs it: a
+    /// photo recorded is a photo not fetched again.
+    public func attach(_ photo: MilestonePhoto, toWalk id: String) throws(JournalError) {
+        try locked { () throws(JournalError) in
+            let line = JournalCodec.encode(.photo(photo))
+            if let walk, walk.id == id {
+                try walk.file.append(line)
+                try sync()
+            } else {
+                let file = try JournalFile(path: store.path(for: id))
+                try file.append(line)
+                try file.sync()
+            }
+        }
+    }
+
+    private func locked<Result>(_ body: () throws(JournalError) -> Result) throws(JournalError) -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    private func journal(_ kind: JournalEvent.Kind, message: String?) throws(JournalError) {
         let event = JournalEvent(
             kind: kind, time: walk?.tracker.lastPoint?.fix.time, wall: Date().timeIntervalSince1970,
             message: message)
@@ -102,38 +157,7 @@ public actor WalkRecorder {
         unsynced = true
     }
 
-    /// Called when gpsd's stream pauses or ends: the last epoch is complete, and unsynced fixes are due.
-    public func flush() throws(JournalError) {
-        if let finished = collapser.flush() {
-            try process(finished)
-        }
-        try syncIfDue()
-    }
-
-    /// Ends this session (not the walk: a later session may resume it) with everything on disk.
-    public func finishSession(reason: String) throws(JournalError) {
-        if let finished = collapser.flush() {
-            try process(finished)
-        }
-        try note(.sessionEnd, message: reason)
-        try sync()
-    }
-
-    /// Journals a milestone's photo outcome into its walk, which may have ended since, and syncs it: a
-    /// photo recorded is a photo not fetched again.
-    public func attach(_ photo: MilestonePhoto, toWalk id: String) throws(JournalError) {
-        let line = JournalCodec.encode(.photo(photo))
-        if let walk, walk.id == id {
-            try walk.file.append(line)
-            try sync()
-        } else {
-            let file = try JournalFile(path: store.path(for: id))
-            try file.append(line)
-            try file.sync()
-        }
-    }
-
-    public func syncIfDue() throws(JournalError) {
+    private func syncIfDue() throws(JournalError) {
         if unsynced && clock.now - lastSync >= syncInterval {
             try sync()
         }
@@ -191,7 +215,7 @@ public actor WalkRecorder {
                 let tracker = WalkTracker(limits: limits, restoring: log.points, milestones: log.milestones)
                 walk = OpenWalk(id: log.id, file: file, tracker: tracker)
                 logger.info("resuming walk \(log.id) after \(Int(pause)) s at \(Int(log.distance)) m")
-                try note(.resumed, message: "after \(Int(pause)) s")
+                try journal(.resumed, message: "after \(Int(pause)) s")
                 try writeEarlyEvents()
                 return
             }
