@@ -56,28 +56,20 @@ final class FakeFlickr: @unchecked Sendable {
     func setNumbersAsStrings(_ value: Bool) { lock.withLock { numbersAsStrings = value } }
     var requests: [String] { lock.withLock { requestLog } }
 
-    /// Starts listening on `port` (0: any free port).
+    /// Starts listening on `port` (0: any free port). Requests are answered on NIO's event loop, not on
+    /// Swift's cooperative pool, which tests waiting for child processes can hold for seconds.
     func start(port: Int = 0) async throws {
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .bind(host: "127.0.0.1", port: port) { channel in
+            .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
-                        wrappingChannelSynchronously: channel)
+                    try channel.pipeline.syncOperations.addHandler(Handler(flickr: self))
                 }
             }
-        self.port = server.channel.localAddress?.port ?? 0
-        lock.withLock { channel = server.channel }
-        Task {
-            try await withThrowingDiscardingTaskGroup { group in
-                try await server.executeThenClose { inbound in
-                    for try await connection in inbound {
-                        group.addTask { try? await self.serve(connection) }
-                    }
-                }
-            }
-        }
+            .bind(host: "127.0.0.1", port: port).get()
+        self.port = server.localAddress?.port ?? 0
+        lock.withLock { channel = server }
     }
 
     func stop() async {
@@ -85,24 +77,26 @@ final class FakeFlickr: @unchecked Sendable {
         try? await channel?.close()
     }
 
-    private func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>) async throws {
-        try await connection.executeThenClose { inbound, outbound in
-            for try await part in inbound {
-                guard case let .head(head) = part else { continue }
-                lock.withLock { requestLog.append(head.uri) }
-                let (status, contentType, body) = respond(to: head.uri)
-                if status == .continue {
-                    // The hanging fault: hold the connection open until the client gives up.
-                    try await Task.sleep(for: .seconds(600))
-                    return
-                }
-                var headers = HTTPHeaders()
-                headers.add(name: "Content-Type", value: contentType)
-                headers.add(name: "Content-Length", value: String(body.count))
-                try await outbound.write(.head(HTTPResponseHead(version: head.version, status: status, headers: headers)))
-                try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body))))
-                try await outbound.write(.end(nil))
-            }
+    /// One connection: answers each request as it comes; the hanging fault answers nothing and holds
+    /// the connection open until the client gives up.
+    private final class Handler: ChannelInboundHandler {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
+        let flickr: FakeFlickr
+
+        init(flickr: FakeFlickr) { self.flickr = flickr }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            guard case let .head(head) = unwrapInboundIn(data) else { return }
+            flickr.lock.withLock { flickr.requestLog.append(head.uri) }
+            let (status, contentType, body) = flickr.respond(to: head.uri)
+            guard status != .continue else { return }
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Type", value: contentType)
+            headers.add(name: "Content-Length", value: String(body.count))
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
+            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         }
     }
 
