@@ -286,7 +286,33 @@ def daemon_section(binary, capture, work, reps, jpeg):
                 "(gpxlogger only writes GPX; fieldlog also filters, measures, journals with fsync and keeps status.json).")
     text.append("RSS (MB) at the end of each walked hour, first photo run: "
                 + ", ".join(f"{mb(kb):.1f}" for kb in photo_runs[0]["rss_by_hour"]) + ".")
+    fieldlog_runs = photo_runs + plain_runs
+    peak = max(mb(r["peak_kb"]) for r in fieldlog_runs)
+    growth = max(mb((r["rss_after_kb"] or 0) - (r["rss_hour1_kb"] or 0)) for r in fieldlog_runs)
+    cpu = max(r["cpu"] / r["walked_hours"] for r in fieldlog_runs)
+    met = peak < 30 and growth < 1 and cpu < 1
+    text.append("")
+    text.append(f"Target (issue 5): resident memory under 30 MB and flat (under 1 MB of growth after the first hour), "
+                f"CPU under 1 s per walked hour. Here, the worst of all {len(fieldlog_runs)} fieldlog runs: peak "
+                f"{peak:.1f} MB, growth {growth:.2f} MB, {cpu:.3f} CPU s per walked hour (thumbnails included): "
+                f"**{'met' if met else 'not met'}**. At a real 1 Hz, see the paced run below.")
     return "\n".join(text) + "\n", photo_runs[0]["journal"]
+
+
+def thumbnail_cpu_ms(binary, jpeg, work, count=20):
+    """Median CPU milliseconds `fieldlog thumbnail` spends on `jpeg` (read, decode, resize, encode), over
+    `count` copies in one process: what the daemon spends per photo on top of its own work."""
+    folder = work / "thumbnail-cost"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    copies = []
+    for index in range(count):
+        copies.append(folder / f"copy{index}.jpg")
+        shutil.copyfile(jpeg, copies[-1])
+    done = subprocess.run([binary, "thumbnail", "--timings", "--out", str(folder / "out"), *map(str, copies)],
+                          check=True, capture_output=True, text=True)
+    times = [float(line.split("\t")[1]) for line in done.stderr.splitlines() if line.startswith("time\t")]
+    return statistics.median(times)
 
 
 def paced_section(binary, work, minutes, jpeg):
@@ -356,6 +382,14 @@ def paced_section(binary, work, minutes, jpeg):
              "used when both fieldlogs had journaled their first fix (from /proc/PID/stat, 10 ms ticks), i.e. "
              f"start-up. The photo run fetched and thumbnailed {photos} photos. After start-up, fieldlog without "
              f"photos uses {steady['plain'] / max(1e-9, steady['gpxlogger']):.1f}× gpxlogger's CPU at 1 Hz."]
+    per_photo_ms = thumbnail_cpu_ms(binary, jpeg, work)
+    without_thumbnails = steady["photos"] - photos * per_photo_ms / 1000 / hours
+    worst = max(without_thumbnails, steady["plain"])
+    text += ["", f"Target (issue 5): under 1 CPU s per walked hour, thumbnail decoding excluded. `fieldlog thumbnail "
+             f"--timings` spends {per_photo_ms:.1f} ms CPU (median of 20) on the photo the fake Flickr serves, so the "
+             f"photo run's {photos} thumbnails took about {photos * per_photo_ms / 1000:.2f} s; after start-up that "
+             f"leaves {without_thumbnails:.2f} s per walked hour with photos and {steady['plain']:.2f} s without: "
+             f"**{'met' if worst < 1 else 'not met'}**."]
     return "\n".join(text) + "\n"
 
 
@@ -488,6 +522,14 @@ def export_section(binary, journal, work, reps):
                     f"| {statistics.median(r['peak']) / 1024:.1f} "
                     f"| {statistics.median(babel['wall']) / statistics.median(r['wall']):.1f}×, "
                     f"{statistics.median(babel['cpu']) / statistics.median(r['cpu']):.1f}× |")
+    ours = [r for name, r in results.items() if name.startswith("fieldlog")]
+    slowest = max(max(statistics.median(r["wall"]), statistics.median(r["cpu"])) for r in ours)
+    ratio = min(statistics.median(babel["wall"]) / statistics.median(r["wall"]) for r in ours)
+    met = slowest < 0.5 and ratio >= 3
+    text += ["", f"Target (issue 5): a {points / 3600:.0f}-hour walk exported in under 0.5 s, at least 3× faster than "
+             f"gpsbabel on the same track. Here the slowest fieldlog export takes {slowest:.3f} s (the larger of its "
+             f"wall and CPU medians) and is {ratio:.1f}× faster than gpsbabel → geojson (wall): "
+             f"**{'met' if met else 'not met'}**."]
     return "\n".join(text) + "\n"
 
 
