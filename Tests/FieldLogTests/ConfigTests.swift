@@ -71,14 +71,14 @@ struct ConfigTests {
 
     // MARK: the binary
 
-    func checkConfig(_ arguments: [String] = [], file: String? = nil) throws -> Outcome {
+    func checkConfig(_ arguments: [String] = [], file: String? = nil) async throws -> Outcome {
         var environment: [String: String] = [:]
         if let file {
             let path = directory + "/fieldlog.conf"
             try file.write(toFile: path, atomically: true, encoding: .utf8)
             environment["FIELDLOG_CONFIG"] = path
         }
-        return try fieldlog(["run", "--check-config"] + arguments, in: directory, environment: environment)
+        return try await fieldlog(["run", "--check-config"] + arguments, in: directory, environment: environment)
     }
 
     func settings(_ outcome: Outcome) -> [String: String] {
@@ -87,8 +87,8 @@ struct ConfigTests {
         })
     }
 
-    @Test func theCommandLineWinsOverTheFile() throws {
-        let outcome = try checkConfig(["--every", "75"], file: "every: 50\ngap: 45\nlog-level: debug\n")
+    @Test func theCommandLineWinsOverTheFile() async throws {
+        let outcome = try await checkConfig(["--every", "75"], file: "every: 50\ngap: 45\nlog-level: debug\n")
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let values = settings(outcome)
         #expect(values["every"] == "75.0")
@@ -97,16 +97,16 @@ struct ConfigTests {
         #expect(values["idle-gap"] == "1800.0", "untouched settings keep their defaults")
     }
 
-    @Test func flickrsRateLimitBindsFlickrOnly() throws {
-        let flickr = try checkConfig(["--flickr-rate", "100000"])
+    @Test func flickrsRateLimitBindsFlickrOnly() async throws {
+        let flickr = try await checkConfig(["--flickr-rate", "100000"])
         #expect(flickr.status != 0)
         #expect(flickr.stderr.contains("1 to 3599"))
-        let mirror = try checkConfig(["--flickr-rate", "100000", "--flickr-endpoint", "http://127.0.0.1:8080/rest"])
+        let mirror = try await checkConfig(["--flickr-rate", "100000", "--flickr-endpoint", "http://127.0.0.1:8080/rest"])
         #expect(mirror.status == 0, "\(mirror.stderr)")
         #expect(settings(mirror)["flickr-rate"] == "100000")
     }
 
-    @Test func anInvalidFileStopsFieldlogWithTheLineAndKey() throws {
+    @Test func anInvalidFileStopsFieldlogWithTheLineAndKey() async throws {
         for (file, message) in [
             ("gap: 3\nevery: -5\n", "fieldlog.conf:2: every: --every must be a positive number of metres"),
             ("gap: 3\nevry: 5\n", "fieldlog.conf:2: evry: not a setting of fieldlog"),
@@ -115,7 +115,7 @@ struct ConfigTests {
             ("gpsd: localhost\n", "fieldlog.conf:1: gpsd:"),
             ("log-level: loud\n", "fieldlog.conf:1: log-level:"),
         ] {
-            let outcome = try checkConfig(file: file)
+            let outcome = try await checkConfig(file: file)
             #expect(outcome.status == 1, "\(file)")
             #expect(outcome.stdout.isEmpty, "\(file)")
             #expect(outcome.stderr.hasPrefix("fieldlog: \(directory)/"), "\(outcome.stderr)")
@@ -123,18 +123,18 @@ struct ConfigTests {
         }
         // Not even the reading commands run on a broken file.
         try "every: [\n".write(toFile: directory + "/broken.conf", atomically: true, encoding: .utf8)
-        let walks = try fieldlog(["walks", "--config", directory + "/broken.conf"], in: directory)
+        let walks = try await fieldlog(["walks", "--config", directory + "/broken.conf"], in: directory)
         #expect(walks.status == 1)
         #expect(walks.stderr.contains("broken.conf:"))
-        let missing = try fieldlog(["run", "--config", directory + "/none.conf", "--check-config"], in: directory)
+        let missing = try await fieldlog(["run", "--config", directory + "/none.conf", "--check-config"], in: directory)
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("none.conf: no such file"))
     }
 
     /// deploy/fieldlog.conf lists every setting, commented out, with the default fieldlog really has; with
     /// its lines uncommented it is a valid file.
-    @Test func theShippedExampleDocumentsEveryDefault() throws {
-        let defaults = try checkConfig(["--config", "/dev/null"])
+    @Test func theShippedExampleDocumentsEveryDefault() async throws {
+        let defaults = try await checkConfig(["--config", "/dev/null"])
         #expect(defaults.status == 0, "\(defaults.stderr)")
         let example = try String(contentsOfFile: Harness.repository + "/deploy/fieldlog.conf", encoding: .utf8)
         let documented = example.split(separator: "\n").filter { $0.wholeMatch(of: /# [a-z-]+: \S.*/) != nil }
@@ -154,7 +154,7 @@ struct ConfigTests {
                 #expect("\(key): \(exampleValues[key] ?? "missing")" == line, "the example's default for \(key)")
             }
         }
-        let uncommented = try checkConfig(file: documented.joined(separator: "\n"))
+        let uncommented = try await checkConfig(file: documented.joined(separator: "\n"))
         #expect(uncommented.status == 0, "\(uncommented.stderr)")
     }
 }

@@ -33,13 +33,14 @@ struct PhotoTests {
         return (capture, walk)
     }
 
-    func run(_ capture: String, extra: [String] = [], key: String = FakeFlickr.apiKey) throws -> Outcome {
+    func run(_ capture: String, extra: [String] = [], key: String = FakeFlickr.apiKey) async throws -> Outcome {
         let gpsd = try GPSFake(capture: capture, delay: 0.002, in: directory)
-        defer { gpsd.wait() }
-        return try fieldlog(
+        let outcome = try await fieldlog(
             ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
              "--flickr-endpoint", flickr.endpoint, "--photo-retry-max", "2"] + extra,
             in: directory, environment: ["FLICKR_API_KEY": key])
+        await gpsd.wait()
+        return outcome
     }
 
     func walkLog() throws -> WalkLog {
@@ -70,7 +71,7 @@ struct PhotoTests {
             flickr.setImageFault(fault, for: id)
         }
         flickr.setNumbersAsStrings(true)
-        let outcome = try run(capture, extra: ["--cache-max", "200000"])
+        let outcome = try await run(capture, extra: ["--cache-max", "200000"])
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let log = try walkLog()
         #expect(log.milestones.count >= 12)
@@ -91,7 +92,7 @@ struct PhotoTests {
         #expect(max(thumbnail.width, thumbnail.height) == 320)
         // The export tells which thumbnails the cache still holds: take one away.
         try FileManager.default.removeItem(atPath: cache + "/" + file)
-        let export = try fieldlog(
+        let export = try await fieldlog(
             ["export", "--state-dir", state, "--cache-dir", cache, "--format", "json", "-"], in: directory)
         #expect(export.status == 0, "\(export.stderr)")
         let document = try #require(try JSONSerialization.jsonObject(with: Data(export.stdout.utf8)) as? [String: Any])
@@ -124,8 +125,8 @@ struct PhotoTests {
         }
         #expect(try walkLog().photos.isEmpty)
         try await flickr.start(port: port)
-        let outcome = recorder.wait(timeout: 180)
-        gpsd.wait()
+        let outcome = await recorder.wait(timeout: 180)
+        await gpsd.wait()
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let log = try walkLog()
         #expect(log.pendingMilestones.isEmpty)
@@ -145,8 +146,8 @@ struct PhotoTests {
         let (capture, _) = try walkWithPhotos()
         // First session: no photo source at all, so every milestone stays pending.
         let gpsd = try GPSFake(capture: capture, delay: 0.002, in: directory)
-        let first = try fieldlog(["run", "--once", "--gpsd", gpsd.address, "--state-dir", state], in: directory)
-        gpsd.wait()
+        let first = try await fieldlog(["run", "--once", "--gpsd", gpsd.address, "--state-dir", state], in: directory)
+        await gpsd.wait()
         #expect(first.status == 0, "\(first.stderr)")
         let pending = try walkLog().pendingMilestones.count
         #expect(pending >= 12)
@@ -156,7 +157,7 @@ struct PhotoTests {
         more.add([.walk(seconds: 20, speed: 1.4)])
         let tail = directory + "/more.nmea"
         try more.write(to: tail)
-        let outcome = try run(tail)
+        let outcome = try await run(tail)
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let log = try walkLog()
         #expect(try JournalStore(directory: state).walkIDs().count == 1, "the walk was resumed")
@@ -168,17 +169,17 @@ struct PhotoTests {
         await flickr.stop()
     }
 
-    @Test func anEmptyKeyFileMeansNoPhotoSource() throws {
+    @Test func anEmptyKeyFileMeansNoPhotoSource() async throws {
         // systemd's unit gives the key credential an empty default until a key is installed.
         let credentials = directory + "/credentials"
         try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
         #expect(FileManager.default.createFile(atPath: credentials + "/flickr-api-key", contents: Data("\n".utf8)))
         let gpsd = try GPSFake(capture: Harness.capture("bu303-moving"), in: directory)
-        let outcome = try fieldlog(
+        let outcome = try await fieldlog(
             ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
              "--api-key-file", "flickr-api-key"],
             in: directory, environment: ["CREDENTIALS_DIRECTORY": credentials])
-        gpsd.wait()
+        await gpsd.wait()
         #expect(outcome.status == 0, "\(outcome.stderr)")
         #expect(outcome.stderr.contains("no photo source"))
     }
@@ -203,10 +204,10 @@ struct PhotoTests {
             every: 200
             """.write(toFile: config, atomically: true, encoding: .utf8)
         // The command line wins over the file; an empty $FLICKR_API_KEY is no key.
-        let outcome = try fieldlog(
+        let outcome = try await fieldlog(
             ["run", "--once", "--every", "250"], in: directory,
             environment: ["FIELDLOG_CONFIG": config, "CREDENTIALS_DIRECTORY": credentials, "FLICKR_API_KEY": ""])
-        gpsd.wait()
+        await gpsd.wait()
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let log = try walkLog()
         #expect(log.points.last?.fix.time == walk.time)
@@ -214,7 +215,7 @@ struct PhotoTests {
         #expect(log.milestones.count == Int(log.distance / 250) + 1)
         #expect(log.photos.count == log.milestones.count, "the credential's key reached Flickr")
         try expectKeyNowhere(outcome)
-        let walks = try fieldlog(["walks"], in: directory, environment: ["FIELDLOG_CONFIG": config])
+        let walks = try await fieldlog(["walks"], in: directory, environment: ["FIELDLOG_CONFIG": config])
         #expect(walks.status == 0, "\(walks.stderr)")
         #expect(walks.stdout.contains(log.id), "walks reads the state-dir of the file")
         await flickr.stop()
@@ -223,7 +224,7 @@ struct PhotoTests {
     @Test func invalidKeyStopsAskingAndSaysSoButTheWalkGoesOn() async throws {
         try await flickr.start()
         let (capture, walk) = try walkWithPhotos()
-        let outcome = try run(capture, key: "not-the-key")
+        let outcome = try await run(capture, key: "not-the-key")
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let log = try walkLog()
         #expect(log.points.last?.fix.time == walk.time, "the walk is recorded to its end")

@@ -10,10 +10,10 @@ struct ReplayTests {
     var state: String { directory + "/state" }
 
     /// Replays `capture` once through a private gpsd and records it with `fieldlog run --once`.
-    func record(_ capture: String, extra: [String] = [], delay: Double = 0.002) throws -> Outcome {
+    func record(_ capture: String, extra: [String] = [], delay: Double = 0.002) async throws -> Outcome {
         let gpsd = try GPSFake(capture: capture, delay: delay, in: directory)
-        let outcome = try fieldlog(["run", "--once", "--gpsd", gpsd.address, "--state-dir", state] + extra, in: directory)
-        gpsd.wait()
+        let outcome = try await fieldlog(["run", "--once", "--gpsd", gpsd.address, "--state-dir", state] + extra, in: directory)
+        await gpsd.wait()
         return outcome
     }
 
@@ -22,8 +22,8 @@ struct ReplayTests {
         return try store.walkIDs().map { try store.read($0) }
     }
 
-    @Test func realMotionCaptureGivesMilestonesEveryHundredMetres() throws {
-        let outcome = try record(Harness.capture("bundg_zeus_9"))
+    @Test func realMotionCaptureGivesMilestonesEveryHundredMetres() async throws {
+        let outcome = try await record(Harness.capture("bundg_zeus_9"))
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let logs = try walks()
         #expect(logs.count == 1)
@@ -42,15 +42,15 @@ struct ReplayTests {
     }
 
     /// status.json after a replay, and `fieldlog status` reading it beside the journal.
-    @Test func statusShowsTheWalkAndTheAgeOfItsLastFix() throws {
-        let outcome = try record(Harness.capture("bundg_zeus_9"))
+    @Test func statusShowsTheWalkAndTheAgeOfItsLastFix() async throws {
+        let outcome = try await record(Harness.capture("bundg_zeus_9"))
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let log = try #require(try walks().last)
         let written = try #require(StatusFile.read(directory: state))
         // Milestones and the end of the session are written at once, whatever the 30 s interval.
         #expect(written.gpsd == .stopped)
         #expect(written.walk == log.id && written.milestones == log.milestones.count)
-        let stopped = try fieldlog(["status", "--state-dir", state], in: directory)
+        let stopped = try await fieldlog(["status", "--state-dir", state], in: directory)
         #expect(stopped.stdout.contains("walk       \(log.id)"), "\(stopped.stdout)")
         #expect(stopped.stdout.contains("recorder   not running"), "\(stopped.stdout)")
 
@@ -63,7 +63,7 @@ struct ReplayTests {
         running.lastFixTime = Timestamp.format(lastFix - 10)
         running.lastFixWall = Date().timeIntervalSince1970 - 12
         try JSONEncoder().encode(running).write(to: URL(fileURLWithPath: state + "/" + StatusFile.fileName))
-        let live = try fieldlog(["status", "--state-dir", state], in: directory)
+        let live = try await fieldlog(["status", "--state-dir", state], in: directory)
         #expect(live.status == 0, "\(live.stderr)")
         #expect(live.stdout.contains(", 2 s ago"), "\(live.stdout)")
         #expect(live.stdout.contains("recorder   running (pid \(getpid()))"), "\(live.stdout)")
@@ -74,8 +74,8 @@ struct ReplayTests {
         "bu303-moving", "haicom-305N", "humminbird-M37", "gp-320fw-2019-04-07-coldboot",
         "trimble-lasseniq-bin2d", "ublox-neo-m8n",
     ])
-    func everyCaptureRecordsCleanly(capture: String) throws {
-        let outcome = try record(Harness.capture(capture))
+    func everyCaptureRecordsCleanly(capture: String) async throws {
+        let outcome = try await record(Harness.capture(capture))
         #expect(outcome.status == 0, "\(outcome.stderr)")
         for log in try walks() {
             #expect(log.damagedLines.isEmpty)
@@ -90,18 +90,18 @@ struct ReplayTests {
         }
     }
 
-    @Test func captureWithoutFixRecordsNoWalk() throws {
-        let outcome = try record(Harness.capture("bu303-nofix"))
+    @Test func captureWithoutFixRecordsNoWalk() async throws {
+        let outcome = try await record(Harness.capture("bu303-nofix"))
         #expect(outcome.status == 0, "\(outcome.stderr)")
         #expect(try walks().isEmpty)
     }
 
-    @Test func receiverStandingStillAddsNoDistance() throws {
+    @Test func receiverStandingStillAddsNoDistance() async throws {
         var walk = SyntheticWalk()
         walk.add([.stand(seconds: 600, jitter: 4), .walk(seconds: 10, speed: 0)])
         let capture = directory + "/standing.nmea"
         try walk.write(to: capture)
-        let outcome = try record(capture, delay: 0.001)
+        let outcome = try await record(capture, delay: 0.001)
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let log = try #require(try walks().first)
         #expect(log.points.count > 500)
@@ -109,7 +109,7 @@ struct ReplayTests {
         #expect(log.milestones.count == 1)
     }
 
-    @Test func longWalkMeasuresWhatWasWalked() throws {
+    @Test func longWalkMeasuresWhatWasWalked() async throws {
         var walk = SyntheticWalk()
         // Two hours at 1.4 m/s with bends, a 10-minute stop, a tunnel and stray fixes.
         walk.add([
@@ -125,7 +125,7 @@ struct ReplayTests {
         ])
         let capture = directory + "/long-walk.nmea"
         try walk.write(to: capture)
-        let outcome = try record(capture, delay: 0.001)
+        let outcome = try await record(capture, delay: 0.001)
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let log = try #require(try walks().first)
         let error = abs(log.distance - walk.trueDistance) / walk.trueDistance
@@ -162,11 +162,11 @@ struct DaemonTests {
     }
 
     /// Polls until `condition` holds on the journal, for at most `timeout` seconds.
-    func waitFor(timeout: Double = 120, _ condition: ([WalkLog]) -> Bool) -> Bool {
+    func waitFor(timeout: Double = 120, _ condition: ([WalkLog]) -> Bool) async -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if let logs = try? walks(), condition(logs) { return true }
-            Thread.sleep(forTimeInterval: 0.2)
+            try? await Task.sleep(for: .milliseconds(200))
         }
         return false
     }
@@ -190,22 +190,22 @@ struct DaemonTests {
         #expect(events.dropFirst().allSatisfy { if case .fix = $0 { true } else { false } })
     }
 
-    @Test func survivesGPSDAbsentAndRestartingThenStopsCleanlyOnSIGTERM() throws {
+    @Test func survivesGPSDAbsentAndRestartingThenStopsCleanlyOnSIGTERM() async throws {
         let port = Harness.freePort()
         // fieldlog starts first: gpsd is not there yet.
         let recorder = try Child(
             Harness.fieldlog, ["run", "--gpsd", "127.0.0.1:\(port)", "--state-dir", state], in: directory)
-        Thread.sleep(forTimeInterval: 1.5)
+        try await Task.sleep(for: .seconds(1.5))
         // A straight walk at constant speed, so the true distance between any two fixes is known.
         var walk = SyntheticWalk()
         let first = try capture(&walk, "first", [.walk(seconds: 300, speed: 1.4)])
-        try GPSFake(capture: first, port: port, delay: 0.01, in: directory).wait()
+        try await GPSFake(capture: first, port: port, delay: 0.01, in: directory).wait()
         // gpsd is gone; a minute of walking later (GPS time) it is back.
         let second = try capture(&walk, "second", [.noFix(seconds: 60, speed: 1.4), .walk(seconds: 300, speed: 1.4)])
-        try GPSFake(capture: second, port: port, delay: 0.01, in: directory).wait()
-        #expect(waitFor { $0.first?.points.last?.fix.time == walk.time })
+        try await GPSFake(capture: second, port: port, delay: 0.01, in: directory).wait()
+        #expect(await waitFor { $0.first?.points.last?.fix.time == walk.time })
         recorder.signal(SIGTERM)
-        let outcome = recorder.wait(timeout: 15)
+        let outcome = await recorder.wait(timeout: 15)
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let logs = try walks()
         #expect(logs.count == 1)
@@ -223,16 +223,16 @@ struct DaemonTests {
         #expect(outcome.stderr.contains("unavailable"))
     }
 
-    @Test func killDuringReplayLosesNothingSyncedAndCountsNothingTwice() throws {
+    @Test func killDuringReplayLosesNothingSyncedAndCountsNothingTwice() async throws {
         var walk = SyntheticWalk()
         let first = try capture(&walk, "first", [.walk(seconds: 800, speed: 1.4, turn: 0.02)])
         let gpsd = try GPSFake(capture: first, delay: 0.002, in: directory)
         let recorder = try Child(
             Harness.fieldlog, ["run", "--gpsd", gpsd.address, "--state-dir", state], in: directory)
-        #expect(waitFor { ($0.first?.milestones.count ?? 0) >= 5 })
+        #expect(await waitFor { ($0.first?.milestones.count ?? 0) >= 5 })
         recorder.signal(SIGKILL)
-        recorder.wait(timeout: 5)
-        gpsd.wait()
+        await recorder.wait(timeout: 5)
+        await gpsd.wait()
         let store = JournalStore(directory: state)
         let path = store.path(for: try #require(try store.walkIDs().first))
         let beforeRestart = try #require(FileManager.default.contents(atPath: path))
@@ -247,8 +247,8 @@ struct DaemonTests {
         let second = try capture(
             &walk, "second", [.noFix(seconds: 60, speed: 1.4), .walk(seconds: 900, speed: 1.4, turn: -0.02)])
         let restartedGPSD = try GPSFake(capture: second, delay: 0.002, in: directory)
-        let outcome = try fieldlog(["run", "--once", "--gpsd", restartedGPSD.address, "--state-dir", state], in: directory)
-        restartedGPSD.wait()
+        let outcome = try await fieldlog(["run", "--once", "--gpsd", restartedGPSD.address, "--state-dir", state], in: directory)
+        await restartedGPSD.wait()
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let logs = try walks()
         #expect(logs.count == 1, "the walk is resumed, not restarted")

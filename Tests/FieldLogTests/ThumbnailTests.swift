@@ -50,11 +50,11 @@ struct Raster {
 }
 
 /// Decodes a JPEG at full size with djpeg (PGM for grayscale, PPM otherwise).
-private func decode(_ jpeg: [UInt8]) throws -> Raster {
+private func decode(_ jpeg: [UInt8]) async throws -> Raster {
     let directory = Harness.temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
     try Data(jpeg).write(to: URL(fileURLWithPath: directory + "/in.jpg"))
-    let outcome = try Child(
+    let outcome = try await Child(
         "/usr/bin/djpeg", ["-pnm", "-outfile", directory + "/out.pnm", directory + "/in.jpg"], in: directory
     ).wait(timeout: 60)
     try #require(outcome.status == 0, "djpeg failed: \(outcome.stderr)")
@@ -249,33 +249,33 @@ func thumbnailHasTheTargetSizeAndTheAspectRatio(_ fixture: FixturePhoto) throws 
 }
 
 @Test(.enabled(if: djpegAvailable), arguments: photos)
-func thumbnailMatchesAnExactAreaAverageOfTheFullDecode(_ fixture: FixturePhoto) throws {
+func thumbnailMatchesAnExactAreaAverageOfTheFullDecode(_ fixture: FixturePhoto) async throws {
     let bytes = try photo(fixture.name)
     let fine = try Thumbnailer(quality: 95).thumbnail(of: bytes)
     let stored = fixture.orientation >= 5 ? (fine.height, fine.width) : (fine.width, fine.height)
-    let reference = upright(
+    let reference = await upright(
         areaAverage(try decode(bytes), width: stored.0, height: stored.1), orientation: fixture.orientation)
 
-    let decoded = try decode(fine.jpeg)
+    let decoded = try await decode(fine.jpeg)
     #expect(decoded.channels == (fixture.grayscale ? 1 : 3))
     let fineQuality = try psnr(decoded, reference)
     #expect(fineQuality > 33, "PSNR \(fineQuality) dB at quality 95")
 
     // At the default quality 80 with 4:2:0 chroma the encoder, not the resampling, limits the match.
-    let usual = try psnr(decode(Thumbnailer().thumbnail(of: bytes).jpeg), reference)
+    let usual = try await psnr(decode(Thumbnailer().thumbnail(of: bytes).jpeg), reference)
     #expect(usual > 27, "PSNR \(usual) dB at quality 80")
 }
 
 @Test(.enabled(if: djpegAvailable), arguments: 1...8)
-func everyEXIFOrientationIsApplied(_ orientation: Int) throws {
+func everyEXIFOrientationIsApplied(_ orientation: Int) async throws {
     let plain = try photo("p05_left01_gray")
-    let reference = upright(try decode(Thumbnailer(quality: 95).thumbnail(of: plain).jpeg), orientation: orientation)
+    let reference = upright(try await decode(Thumbnailer(quality: 95).thumbnail(of: plain).jpeg), orientation: orientation)
     for bigEndian in [false, true] {
         let tagged = withExif(plain, tiff: orientationTIFF(UInt16(orientation), bigEndian: bigEndian))
         let thumbnail = try Thumbnailer(quality: 95).thumbnail(of: tagged)
         #expect(thumbnail.orientation == orientation)
         #expect(thumbnail.width == (orientation >= 5 ? 240 : 320))
-        let quality = try psnr(decode(thumbnail.jpeg), reference)
+        let quality = try await psnr(decode(thumbnail.jpeg), reference)
         #expect(quality > 38, "orientation \(orientation): PSNR \(quality) dB")
     }
 }
@@ -311,18 +311,18 @@ func everyEXIFOrientationIsApplied(_ orientation: Int) throws {
 }
 
 @Test(.enabled(if: djpegAvailable))
-func adobeCMYKBecomesRGB() throws {
+func adobeCMYKBecomesRGB() async throws {
     // Pillow's CMYK sample (Photoshop, inverted CMYK): red letters on black.
     let thumbnail = try Thumbnailer(quality: 95).thumbnail(of: photo("a11_cmyk_pillow"))
     #expect(thumbnail.width == 100 && thumbnail.height == 100)
-    let image = try decode(thumbnail.jpeg)
+    let image = try await decode(thumbnail.jpeg)
     #expect(image.channels == 3)
     #expect(image[2, 2, 0] > 200 && image[2, 2, 1] < 60 && image[2, 2, 2] < 60)
     #expect(image[97, 97, 0] < 40 && image[97, 97, 1] < 40 && image[97, 97, 2] < 40)
 }
 
 @Test(.enabled(if: djpegAvailable))
-func decodingOnlyTheFirstDCScanChangesAlmostNothingAtOneEighth() throws {
+func decodingOnlyTheFirstDCScanChangesAlmostNothingAtOneEighth() async throws {
     // p27 sends its DC coefficients in two scans, the first without their last bit, the seventh with it:
     // the shortcut reads only the first. Its 1/8 decode then lacks that bit (under a grey level) and the
     // first AC coefficients of the subsampled chroma, with which libjpeg would interpolate it.
@@ -331,19 +331,19 @@ func decodingOnlyTheFirstDCScanChangesAlmostNothingAtOneEighth() throws {
     full.readsOnlyNeededScans = false
     let shortcut = try Thumbnailer(size: 100, quality: 95).thumbnail(of: bytes)
     #expect(shortcut.width == 67 && shortcut.height == 100)
-    let quality = try psnr(decode(shortcut.jpeg), decode(full.thumbnail(of: bytes).jpeg))
+    let quality = try await psnr(decode(shortcut.jpeg), decode(full.thumbnail(of: bytes).jpeg))
     #expect(quality > 38, "PSNR \(quality) dB between the shortcut and the full decode")
 }
 
 @Test(.enabled(if: djpegAvailable))
-func aTwoEighthsDecodeReadsOnlyTheFirstScans() throws {
+func aTwoEighthsDecodeReadsOnlyTheFirstScans() async throws {
     // At 2/8 the decode needs each block's first four coefficients: libjpeg's scan order sends them (less
     // their last bits) in the first four of its ten scans, which is where reading stops.
     let bytes = try photo("p27_life_orient6")
     var full = Thumbnailer(quality: 95)
     full.readsOnlyNeededScans = false
     let partial = try Thumbnailer(quality: 95).thumbnail(of: bytes)
-    let quality = try psnr(decode(partial.jpeg), decode(full.thumbnail(of: bytes).jpeg))
+    let quality = try await psnr(decode(partial.jpeg), decode(full.thumbnail(of: bytes).jpeg))
     #expect(quality > 36, "PSNR \(quality) dB between the partial and the full decode")
     expectFailure(.tooManyScans, bytes, with: Thumbnailer(maxScans: 3))
     #expect(throws: Never.self) { try Thumbnailer(maxScans: 4).thumbnail(of: bytes) }
@@ -424,7 +424,7 @@ func aTwoEighthsDecodeReadsOnlyTheFirstScans() throws {
 }
 
 @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/jpegtran")))
-func theShortcutCountsTheScansItReads() throws {
+func theShortcutCountsTheScansItReads() async throws {
     // The same photo rewritten (losslessly) with one DC scan per component: the shortcut needs three.
     let directory = Harness.temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -432,7 +432,7 @@ func theShortcutCountsTheScansItReads() throws {
     try Data(script.utf8).write(to: URL(fileURLWithPath: directory + "/scans.txt"))
     let source = Harness.fixtures + "/photos/p27_life_orient6.jpg"
     let arguments = ["-scans", directory + "/scans.txt", "-outfile", directory + "/out.jpg", source]
-    let outcome = try Child("/usr/bin/jpegtran", arguments, in: directory).wait(timeout: 60)
+    let outcome = try await Child("/usr/bin/jpegtran", arguments, in: directory).wait(timeout: 60)
     try #require(outcome.status == 0, "jpegtran failed: \(outcome.stderr)")
     let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: directory + "/out.jpg")))
     expectFailure(.tooManyScans, bytes, with: Thumbnailer(size: 100, maxScans: 2))
@@ -472,7 +472,7 @@ func theShortcutCountsTheScansItReads() throws {
 
 // MARK: - fieldlog thumbnail
 
-@Test func commandWritesThumbnailsAndReportsEachFile() throws {
+@Test func commandWritesThumbnailsAndReportsEachFile() async throws {
     let directory = Harness.temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let photos = Harness.fixtures + "/photos/"
@@ -480,7 +480,7 @@ func theShortcutCountsTheScansItReads() throws {
         photos + $0 + ".jpg"
     }
     let out = directory + "/thumbs"
-    let outcome = try fieldlog(["thumbnail", "--out", out] + inputs, in: directory, timeout: 120)
+    let outcome = try await fieldlog(["thumbnail", "--out", out] + inputs, in: directory, timeout: 120)
     #expect(outcome.status == 1)
     let lines = outcome.stdout.split(separator: "\n").map(String.init)
     #expect(
@@ -497,17 +497,17 @@ func theShortcutCountsTheScansItReads() throws {
         of: [UInt8](Data(contentsOf: URL(fileURLWithPath: out + "/p27_life_orient6.jpg"))))
     #expect(thumbnail.width == 213 && thumbnail.height == 320)
 
-    let good = try fieldlog(["thumbnail", "--size", "100", "--out", out, inputs[0]], in: directory)
+    let good = try await fieldlog(["thumbnail", "--size", "100", "--out", out, inputs[0]], in: directory)
     #expect(good.status == 0)
     #expect(good.stdout == "ok \(inputs[0]) -> \(out)/p05_left01_gray.jpg (100x75 from 640x480)\n")
 }
 
-@Test func commandNeverReplacesItsInput() throws {
+@Test func commandNeverReplacesItsInput() async throws {
     let directory = Harness.temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let original = try photo("p13_aloeL")
     try Data(original).write(to: URL(fileURLWithPath: directory + "/p13_aloeL.jpg"))
-    let outcome = try fieldlog(["thumbnail", "--out", directory, directory + "/p13_aloeL.jpg"], in: directory)
+    let outcome = try await fieldlog(["thumbnail", "--out", directory, directory + "/p13_aloeL.jpg"], in: directory)
     #expect(outcome.status == 1)
     #expect(outcome.stdout.contains("would replace it"))
     #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: directory + "/p13_aloeL.jpg"))) == original)

@@ -118,13 +118,21 @@ final class Child {
         kill(pid, number)
     }
 
-    /// Waits for exit, killing the whole process group if it outlives `timeout` seconds.
+    /// Waits for exit, killing the whole process group if it outlives `timeout` seconds. It polls with
+    /// Task.sleep: a blocked thread would be one of the few that Swift's cooperative pool has (two on a
+    /// 2-core machine), which every in-process fake and every other test share.
     @discardableResult
-    func wait(timeout: Double) -> Outcome {
+    func wait(timeout: Double) async -> Outcome {
         let deadline = Date().addingTimeInterval(timeout)
         while isRunning && Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.05)
+            try? await Task.sleep(for: .milliseconds(50))
         }
+        return reap()
+    }
+
+    /// The outcome now, killing the whole process group if it still runs.
+    @discardableResult
+    func reap() -> Outcome {
         if exitStatus == nil {
             kill(-pid, SIGKILL)
             var status: Int32 = 0
@@ -160,22 +168,19 @@ final class GPSFake {
     var address: String { "127.0.0.1:\(port)" }
 
     /// Waits for the replay to end (gpsfake exits by itself after one pass).
-    func wait(timeout: Double = 300) {
-        let outcome = child.wait(timeout: timeout)
+    func wait(timeout: Double = 300) async {
+        let outcome = await child.wait(timeout: timeout)
         precondition(outcome.status == 0, "gpsfake failed (\(outcome.status)): \(outcome.stderr)")
     }
 
     deinit {
-        if child.isRunning {
-            kill(-child.pid, SIGTERM)
-            child.wait(timeout: 5)
-        }
+        if child.isRunning { child.reap() }
     }
 }
 
 /// Runs `fieldlog` to completion.
 func fieldlog(
     _ arguments: [String], in directory: String, environment: [String: String] = [:], timeout: Double = 300
-) throws -> Outcome {
-    try Child(Harness.fieldlog, arguments, in: directory, environment: environment).wait(timeout: timeout)
+) async throws -> Outcome {
+    try await Child(Harness.fieldlog, arguments, in: directory, environment: environment).wait(timeout: timeout)
 }
