@@ -45,9 +45,15 @@ let package = Package(
             name: "CExifShim",
             dependencies: ["CLibExif"]
         ),
+        // The photo worker's process interface: memory files, spawning, self-imposed limits, waiting.
+        .target(
+            name: "CSandbox",
+            cSettings: [.define("_GNU_SOURCE")]
+        ),
         .target(
             name: "FieldLog",
             dependencies: [
+                "CSandbox",
                 "CGPSShim",
                 "CExifShim",
                 "CJPEG",

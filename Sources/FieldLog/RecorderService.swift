@@ -20,35 +20,35 @@ public struct RecorderService: Service {
     }
 
     public func run() async throws {
-        try recorder.note(.sessionStart, message: "pid \(getpid())")
+        recorder.note(.sessionStart, message: "pid \(getpid())")
         status.update(gpsd: .connecting, summary: recorder.summary)
         try await withGracefulShutdownHandler {
             try await reader.run { [recorder, status] event in
-                try Self.handle(event, recorder: recorder, status: status)
+                Self.handle(event, recorder: recorder, status: status)
             }
         } onGracefulShutdown: { [reader] in
             reader.stop()
         }
-        try recorder.finishSession(reason: Task.isShuttingDownGracefully ? "stopped" : "gpsd stream ended")
+        recorder.finishSession(reason: Task.isShuttingDownGracefully ? "stopped" : "gpsd stream ended")
         status.update(gpsd: .stopped, summary: recorder.summary)
         onEnd()
     }
 
     /// Runs on the gpsd reader thread.
-    private static func handle(_ event: GPSEvent, recorder: WalkRecorder, status: StatusFile) throws {
+    private static func handle(_ event: GPSEvent, recorder: WalkRecorder, status: StatusFile) {
         switch event {
         case let .fix(fix):
-            try recorder.record(fix)
+            recorder.record(fix)
             status.noteFix(summary: recorder.summary)
         case .idle:
-            try recorder.flush()
+            recorder.flush()
             status.update(gpsd: .connected, summary: recorder.summary)
         case .connected:
-            try recorder.note(.gpsdConnected)
+            recorder.note(.gpsdConnected)
             status.update(gpsd: .connected, summary: recorder.summary)
         case let .disconnected(reason):
-            try recorder.flush()
-            try recorder.note(.gpsdLost, message: reason)
+            recorder.flush()
+            recorder.note(.gpsdLost, message: reason)
             status.update(gpsd: .disconnected, summary: recorder.summary)
         }
     }

@@ -23,9 +23,24 @@ public final class StatusFile: @unchecked Sendable {
         /// System-clock time at which the last fix arrived, for its age.
         public var lastFixWall: Double?
         public var updatedWall: Double
+        /// Set while journal records cannot be written and are held in memory.
+        public var storage: Storage?
+
+        public struct Storage: Codable, Sendable {
+            public var since: Double
+            public var reason: String
+            public var heldRecords: Int
+            public var droppedFixes: Int
+
+            enum CodingKeys: String, CodingKey {
+                case since, reason
+                case heldRecords = "held_records"
+                case droppedFixes = "dropped_fixes"
+            }
+        }
 
         enum CodingKeys: String, CodingKey {
-            case pid, gpsd, walk, milestones
+            case pid, gpsd, walk, milestones, storage
             case gpsdAddress = "gpsd_address"
             case distanceMetres = "distance_m"
             case lastFixTime = "last_fix_time"
@@ -59,8 +74,8 @@ public final class StatusFile: @unchecked Sendable {
         lock.withLock {
             contents.lastFixWall = Date().timeIntervalSince1970
             let changed = contents.walk != summary.walkID || contents.milestones != summary.milestones
-            apply(summary)
-            writeIfDue(force: changed)
+            let storageChanged = apply(summary)
+            writeIfDue(force: changed || storageChanged)
         }
     }
 
@@ -68,16 +83,22 @@ public final class StatusFile: @unchecked Sendable {
         lock.withLock {
             let changed = contents.gpsd != gpsd
             contents.gpsd = gpsd
-            apply(summary)
-            writeIfDue(force: changed)
+            let storageChanged = apply(summary)
+            writeIfDue(force: changed || storageChanged)
         }
     }
 
-    private func apply(_ summary: WalkRecorder.Summary) {
+    private func apply(_ summary: WalkRecorder.Summary) -> Bool {
+        let failing = summary.storage != nil
+        let changed = failing != (contents.storage != nil)
+        contents.storage = summary.storage.map {
+            Contents.Storage(since: $0.since, reason: $0.reason, heldRecords: $0.heldRecords, droppedFixes: $0.droppedFixes)
+        }
         contents.walk = summary.walkID
         contents.distanceMetres = (summary.distance * 10).rounded() / 10
         contents.milestones = summary.milestones
         lastFixTime = summary.lastFixTime
+        return changed
     }
 
     private func writeIfDue(force: Bool) {
@@ -88,7 +109,15 @@ public final class StatusFile: @unchecked Sendable {
         lastWrite = now
         guard let data = try? JSONEncoder().encode(contents) else { return }
         // Best effort and not synced: status is informational and must never stop the recorder or wear
-        // the SD card.
-        try? FileIO.replace(path, with: data, durable: false)
+        // the SD card. On a full disk the temporary file cannot be made; overwriting in place frees the old
+        // contents' blocks first, so that `fieldlog status` can still say what is wrong.
+        do {
+            try FileIO.replace(path, with: data, durable: false)
+        } catch {
+            let descriptor = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)
+            guard descriptor >= 0 else { return }
+            _ = FileIO.writeAll(data, to: descriptor)
+            close(descriptor)
+        }
     }
 }

@@ -57,7 +57,9 @@ struct PhotoOptions: ParsableArguments {
         let source: any PhotoSource
         let name: String
         if let photosDir {
-            let folder = try LocalPhotoSource(directory: photosDir)
+            // EXIF blocks are read in photo workers too: a hostile one fails only its file.
+            let folder = try LocalPhotoSource(
+                directory: photosDir, reader: .isolated(executable: "/proc/self/exe", limits: PhotoWorkLimits()))
             let scan = await folder.lastScan
             logger.info(
                 "photos from \(photosDir): \(scan.photos) geotagged, \(scan.withoutGPS) without position, \(scan.unreadable) unreadable")
@@ -71,10 +73,29 @@ struct PhotoOptions: ParsableArguments {
         } else {
             return nil
         }
-        let cache = try ThumbnailCache(directory: cacheDir, maxBytes: cacheMax)
+        let cache: ThumbnailCache
+        do {
+            cache = try ThumbnailCache(directory: cacheDir, maxBytes: cacheMax)
+        } catch {
+            // The walk is recorded all the same; its milestones stay pending until a later start has a cache.
+            logger.error("no photos this session: \(error); milestones stay pending")
+            return nil
+        }
+        if cache.sharesFilesystem(with: store.directory) {
+            // A full disk is the walk's before it is the thumbnails'.
+            recorder.setStorageFullHandler { [logger] in
+                Task {
+                    let freed = await cache.removeAll()
+                    logger.warning("storage full: removed the thumbnail cache (\(freed) bytes) to make room for the walk journal")
+                }
+            }
+        }
         return try PhotoService(
             source: source, sourceName: name, recorder: recorder, store: store, thumbnails: cache,
-            thumbnailer: Thumbnailer(size: thumbSize), logger: logger, maxBackoff: photoRetryMax)
+            // Each photo is decoded in a child process of its own, under memory and CPU limits: no photo can
+            // take the recorder down (PhotoWorkLimits says the budget).
+            thumbnailer: IsolatedThumbnailer(executable: "/proc/self/exe", size: thumbSize), logger: logger,
+            maxBackoff: photoRetryMax)
     }
 
     /// The credential the systemd unit loads the key into (LoadCredential=flickr-api-key:...).

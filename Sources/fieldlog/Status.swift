@@ -49,6 +49,19 @@ struct Status: ParsableCommand, ConfiguredCommand {
             return
         }
         print("recorder   running (pid \(status.pid))")
+        // The recorder refreshes status.json at least every 30 s; an older one means it cannot write it.
+        let age = now - status.updatedWall
+        if age > 90 {
+            print("status     not refreshed for \(Int(age.rounded())) s: the state directory may be failing (see the log)")
+        }
         print("gpsd       \(status.gpsd.rawValue) at \(status.gpsdAddress)")
+        if let storage = status.storage {
+            var line = "storage    failing for \(Int(max(0, now - storage.since).rounded())) s: \(storage.reason); "
+                + "\(storage.heldRecords) records held in memory"
+            if storage.droppedFixes > 0 { line += ", \(storage.droppedFixes) fixes dropped (memory full)" }
+            print(line)
+        } else {
+            print("storage    ok")
+        }
     }
 }

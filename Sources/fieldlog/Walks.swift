@@ -16,20 +16,20 @@ struct Walks: ParsableCommand, ConfiguredCommand {
     func run() throws {
         let store = JournalStore(directory: stateDirectory.path)
         do {
-            let ids = try store.walkIDs()
-            guard !ids.isEmpty else {
+            // From walks.index: a stat per walk, a journal read only where it changed.
+            let walks = try WalkIndex.summaries(in: store)
+            guard !walks.isEmpty else {
                 print("no walks in \(store.directory)")
                 return
             }
             print("ID                  STARTED               ENDED                 DISTANCE  MILESTONES")
-            for id in ids {
-                let log = try store.read(id)
-                let started = log.started.map(Timestamp.format) ?? "-"
-                let ended = log.ended.map(Timestamp.format) ?? "(open)"
-                let distance: String = String(Int(log.distance.rounded())) + " m"
+            for walk in walks {
+                let started = walk.started.map(Timestamp.format) ?? "-"
+                let ended = walk.ended.map(Timestamp.format) ?? "(open)"
+                let distance: String = String(Int(walk.distance.rounded())) + " m"
                 let columns: [String] = [
-                    id.padding(19), started.padding(21), ended.padding(21), distance.padding(9, left: true),
-                    String(log.milestones.count).padding(11, left: true),
+                    walk.id.padding(19), started.padding(21), ended.padding(21), distance.padding(9, left: true),
+                    String(walk.milestones).padding(11, left: true),
                 ]
                 print(columns.joined(separator: " "))
             }

@@ -61,7 +61,7 @@ private func walk(
 
 private func record(_ fixes: some Sequence<Fix>, into recorder: WalkRecorder) throws {
     for fix in fixes {
-        try recorder.record(fix)
+        recorder.record(fix)
     }
 }
 
@@ -96,7 +96,7 @@ private func appendBytes(_ text: String, to path: String) throws {
     // 320 s at 1.4 m/s: about 450 m, milestones 0...4.
     let fixes = walk(seconds: 320).fixes
     try record(fixes, into: recorder)
-    try recorder.finishSession(reason: "test over")
+    recorder.finishSession(reason: "test over")
 
     let ids = try state.store.walkIDs()
     #expect(ids == ["20260518T080000Z"])
@@ -140,11 +140,11 @@ private func appendBytes(_ text: String, to path: String) throws {
     let first = Fix(time: t0, latitude: 47, longitude: 8, horizontalError: 9)
     let better = Fix(time: t0, latitude: 47.00001, longitude: 8, horizontalError: 3)
     let next = Fix(time: t0 + 1, latitude: 47.00002, longitude: 8, horizontalError: 3)
-    try recorder.record(first)
+    recorder.record(first)
     #expect(try state.store.walkIDs().isEmpty, "nothing is processed before the epoch is complete")
-    try recorder.record(better)
-    try recorder.record(next)
-    try recorder.flush()
+    recorder.record(better)
+    recorder.record(next)
+    recorder.flush()
     let log = try #require(try state.walks().first)
     #expect(log.points.map(\.fix.time) == [t0, t0 + 1])
     #expect(log.points.first?.fix.latitude == 47.00001)
@@ -164,7 +164,7 @@ private func appendBytes(_ text: String, to path: String) throws {
     let heard = Heard()
     recorder.setMilestoneHandler { heard.add($0, $1) }
     try record(walk(seconds: 160).fixes, into: recorder)
-    try recorder.finishSession(reason: "test over")
+    recorder.finishSession(reason: "test over")
     let id = try #require(try state.store.walkIDs().first)
     #expect(heard.lock.withLock { heard.milestones.map(\.0) } == [0, 1, 2])
     #expect(heard.lock.withLock { heard.milestones.allSatisfy { $0.1 == id } })
@@ -173,11 +173,11 @@ private func appendBytes(_ text: String, to path: String) throws {
 @Test func eventsBeforeTheFirstFixLandInTheWalk() throws {
     let state = StateDirectory()
     let recorder = try state.recorder()
-    try recorder.note(.sessionStart)
-    try recorder.note(.gpsdConnected, message: "gpsd at localhost:2947")
+    recorder.note(.sessionStart)
+    recorder.note(.gpsdConnected, message: "gpsd at localhost:2947")
     #expect(try state.store.walkIDs().isEmpty)
     try record(walk(seconds: 5).fixes, into: recorder)
-    try recorder.finishSession(reason: "done")
+    recorder.finishSession(reason: "done")
     let id = try #require(try state.store.walkIDs().first)
     #expect(Array(try kinds(state, id).prefix(3)) == ["walk_start", "session_start", "gpsd_connected"])
 }
@@ -187,17 +187,17 @@ private func appendBytes(_ text: String, to path: String) throws {
     let recorder = try state.recorder()
     let limits = WalkLimits()
     try record(walk(seconds: 120, eph: limits.maxHorizontalError + 30).fixes, into: recorder)
-    try recorder.flush()
+    recorder.flush()
     try record(
         [Fix(time: t0 + 500, latitude: 47, longitude: 8, mode: 1), Fix(time: t0 + 501, latitude: 47, longitude: 8, mode: 1)],
         into: recorder)
-    try recorder.finishSession(reason: "done")
+    recorder.finishSession(reason: "done")
     #expect(try state.store.walkIDs().isEmpty)
     #expect(recorder.summary.walkID == nil)
 
     // The first good fix starts the walk there, not at the first bad one.
     try record(walk(seconds: 10, startTime: t0 + 600).fixes, into: recorder)
-    try recorder.finishSession(reason: "done")
+    recorder.finishSession(reason: "done")
     let log = try #require(try state.walks().first)
     #expect(try state.store.walkIDs().count == 1)
     #expect(log.started == t0 + 600)
@@ -212,7 +212,7 @@ private func appendBytes(_ text: String, to path: String) throws {
     let jump = limits.idleGap + 60
     let after = walk(from: before.end, seconds: 100, startTime: before.fixes.last!.time + jump, seed: 2)
     try record(before.fixes + after.fixes, into: recorder)
-    try recorder.finishSession(reason: "done")
+    recorder.finishSession(reason: "done")
 
     let ids = try state.store.walkIDs()
     #expect(ids.count == 2)
@@ -242,7 +242,7 @@ private func appendBytes(_ text: String, to path: String) throws {
     // Ten minutes waiting at the same spot without a fix: a new segment, the same walk.
     let after = walk(from: before.end, seconds: 100, startTime: before.fixes.last!.time + 600, seed: 2)
     try record(before.fixes + after.fixes, into: recorder)
-    try recorder.finishSession(reason: "done")
+    recorder.finishSession(reason: "done")
     let logs = try state.walks()
     #expect(logs.count == 1)
     #expect(logs.first?.segments.map(\.index) == [1])
@@ -288,7 +288,7 @@ func crashedWalkResumesWhenFixesContinueWithinIdleGap(tornLine: String?) throws 
     #expect(abs(recorder.summary.distance - journaled.distance) < 0.01)
 
     try record(fixes[220...], into: recorder)
-    try recorder.finishSession(reason: "done")
+    recorder.finishSession(reason: "done")
 
     #expect(try state.store.walkIDs() == [id])
     let log = try state.store.read(id)
@@ -320,7 +320,7 @@ func crashedWalkResumesWhenFixesContinueWithinIdleGap(tornLine: String?) throws 
     let reference = StateDirectory()
     let uninterrupted = try reference.recorder()
     try record(fixes[..<199] + fixes[220...], into: uninterrupted)
-    try uninterrupted.finishSession(reason: "done")
+    uninterrupted.finishSession(reason: "done")
     let referenceLog = try #require(try reference.walks().first)
     #expect(abs(referenceLog.distance - log.distance) < 0.1)
     #expect(referenceLog.milestones.map(\.index) == log.milestones.map(\.index))
@@ -336,7 +336,7 @@ func crashedWalkResumesWhenFixesContinueWithinIdleGap(tornLine: String?) throws 
     let second = walk(from: first.end, seconds: 100, startTime: resumeTime, seed: 9)
     let recorder = try state.recorder()
     try record(second.fixes, into: recorder)
-    try recorder.finishSession(reason: "done")
+    recorder.finishSession(reason: "done")
 
     #expect(try state.store.walkIDs() == [id])
     let log = try state.store.read(id)
@@ -357,7 +357,7 @@ func crashedWalkResumesWhenFixesContinueWithinIdleGap(tornLine: String?) throws 
     let recorder = try state.recorder()
     let later = walk(from: first.end, seconds: 30, startTime: lastJournaled.fix.time + limits.idleGap + 1, seed: 4)
     try record(later.fixes, into: recorder)
-    try recorder.finishSession(reason: "done")
+    recorder.finishSession(reason: "done")
 
     let ids = try state.store.walkIDs()
     #expect(ids.count == 2)

@@ -18,15 +18,18 @@ public struct JournalError: Error, CustomStringConvertible, Sendable {
     public let code: Code
     public let path: String
     public let reason: String?
+    /// The system's error number, when the error came from a system call (ENOSPC, EIO, EROFS, ...).
+    public let errno: Int32?
 
-    public init(_ code: Code, path: String, reason: String? = nil) {
+    public init(_ code: Code, path: String, reason: String? = nil, errno number: Int32? = nil) {
         self.code = code
         self.path = path
         self.reason = reason
+        errno = number
     }
 
     init(_ code: Code, path: String, errno number: Int32) {
-        self.init(code, path: path, reason: String(cString: strerror(number)))
+        self.init(code, path: path, reason: String(cString: strerror(number)), errno: number)
     }
 
     public var description: String {

@@ -6,20 +6,39 @@ import Darwin
 
 /// A journal file opened for appending. The one place that calls write/fsync for the journal, so the
 /// rest of fieldlog never sees errno.
+///
+/// It knows how long the file is meant to be (`length`) and how much of that a successful `fsync`
+/// vouched for (`syncedLength`), so that a failed write or sync can be cut back to a clean line boundary
+/// and written again later: after a failed fsync Linux may have dropped the dirty pages, and only
+/// rewriting the lines makes them durable.
 public final class JournalFile {
     public let path: String
-    private let descriptor: Int32
+    private var descriptor: Int32
+    /// Bytes of whole lines in the file, as far as this process knows.
+    public private(set) var length: off_t
+    /// Bytes known to be on the storage device.
+    public private(set) var syncedLength: off_t
 
     /// Opens (creating if needed) `path` for appending. A new file's directory entry is synced too, so the
     /// file itself survives a power cut.
     public init(path: String) throws(JournalError) {
         self.path = path
         let existed = access(path, F_OK) == 0
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        // Read access too: if the file is unlinked behind our back, its bytes are copied to a new one.
+        let fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw JournalError(.cannotOpen, path: path, errno: errno) }
         descriptor = fd
+        let size = lseek(fd, 0, SEEK_END)
+        length = max(0, size)
+        syncedLength = 0
         if !existed {
-            try JournalFile.syncDirectory(of: path)
+            do {
+                try JournalFile.syncDirectory(of: path)
+            } catch {
+                close(fd)
+                unlink(path)
+                throw error
+            }
         }
     }
 
@@ -27,18 +46,83 @@ public final class JournalFile {
         close(descriptor)
     }
 
-    /// Appends one whole line with a single write, so a crash leaves at most one torn line at the end.
+    /// Appends one whole line with a single write, so a crash leaves at most one torn line at the end. A
+    /// write that fails part way is cut back off, so the file stays whole lines.
     public func append(_ line: String) throws(JournalError) {
         var bytes = Array(line.utf8)
         bytes.append(UInt8(ascii: "\n"))
+        try append(line: bytes)
+    }
+
+    /// Appends `bytes`, one line with its newline.
+    func append(line bytes: [UInt8]) throws(JournalError) {
         if let failure = FileIO.writeAll(bytes, to: descriptor) {
-            throw JournalError(.cannotWrite, path: path, reason: failure)
+            // Best effort now; if it fails too, `length` still says where the next write must start.
+            _ = ftruncate(descriptor, length)
+            throw JournalError(.cannotWrite, path: path, reason: failure.text, errno: failure.number)
         }
+        length += off_t(bytes.count)
     }
 
     /// Forces everything appended so far to the storage device.
     public func sync() throws(JournalError) {
         guard fsync(descriptor) == 0 else { throw JournalError(.cannotWrite, path: path, errno: errno) }
+        syncedLength = length
+    }
+
+    /// Makes the file end where `length` says, after a failed write left part of a line behind.
+    func cutToLength() throws(JournalError) {
+        guard lseek(descriptor, 0, SEEK_END) != length else { return }
+        guard ftruncate(descriptor, length) == 0 else { throw JournalError(.cannotWrite, path: path, errno: errno) }
+    }
+
+    /// Gives up the bytes after `syncedLength` (a failed fsync may have lost them): the caller writes them
+    /// again. Best effort: a failure here is caught by `cutToLength` before the next write.
+    func dropUnsynced() {
+        length = syncedLength
+        _ = ftruncate(descriptor, length)
+    }
+
+    /// Whether the file was removed (or its directory was) while open: its bytes live on only in this
+    /// descriptor.
+    var isUnlinked: Bool {
+        var status = stat()
+        return fstat(descriptor, &status) == 0 && status.st_nlink == 0
+    }
+
+    /// Copies the bytes of a removed file into a new file at `path`, and appends there from now on.
+    func relink() throws(JournalError) {
+        var bytes = [UInt8](repeating: 0, count: Int(length))
+        var done = 0
+        while done < bytes.count {
+            let got = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, $0.count - done, off_t(done)) }
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0 else { throw JournalError(.cannotRead, path: path, errno: got < 0 ? errno : EIO) }
+            done += got
+        }
+        let fresh = open(path, O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fresh >= 0 else { throw JournalError(.cannotOpen, path: path, errno: errno) }
+        if let failure = FileIO.writeAll(bytes, to: fresh) {
+            close(fresh)
+            unlink(path)
+            throw JournalError(.cannotWrite, path: path, reason: failure.text, errno: failure.number)
+        }
+        guard fsync(fresh) == 0 else {
+            let number = errno
+            close(fresh)
+            unlink(path)
+            throw JournalError(.cannotWrite, path: path, errno: number)
+        }
+        do {
+            try JournalFile.syncDirectory(of: path)
+        } catch {
+            close(fresh)
+            unlink(path)
+            throw error
+        }
+        close(descriptor)
+        descriptor = fresh
+        syncedLength = length
     }
 
     static func syncDirectory(of path: String) throws(JournalError) {
@@ -50,7 +134,8 @@ public final class JournalFile {
         guard fsync(fd) == 0 else { throw JournalError(.cannotWrite, path: directory, errno: errno) }
     }
 
-    /// Cuts a line left half-written by a crash off the end of `path`. Returns the bytes removed.
+    /// Cuts a line left half-written by a crash off the end of `path`, and the NULs a power cut can leave
+    /// where a file's size got ahead of its data. Returns the bytes removed.
     @discardableResult
     public static func repairTornTail(path: String) throws(JournalError) -> Int {
         let fd = open(path, O_RDWR | O_CLOEXEC)

@@ -22,6 +22,12 @@ public struct JournalEvent: Sendable, Equatable {
         case gpsdConnected = "gpsd_connected"
         case gpsdLost = "gpsd_lost"
         case photoSourceUnavailable = "photo_source_unavailable"
+        /// A photo is about to be decoded: the candidate's id in `message`. An attempt without an outcome
+        /// means the recorder died meanwhile; a photo with two such attempts is not tried again.
+        case photoAttempt = "photo_attempt"
+        /// Journal records could not be written and are held in memory; `storage_recovered` when written.
+        case storageFailed = "storage_failed"
+        case storageRecovered = "storage_recovered"
         case error
     }
 

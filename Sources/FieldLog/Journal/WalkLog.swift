@@ -66,6 +66,17 @@ public struct WalkLog: Sendable {
         Set(photos.values.compactMap { $0.photo?.id })
     }
 
+    /// Photos whose decoding was begun twice without an outcome: each time the recorder died meanwhile (a
+    /// crash, the power, the memory limit), so they are not tried again.
+    public var suspectPhotoIDs: Set<String> {
+        var attempts: [String: Int] = [:]
+        for event in events where event.kind == .photoAttempt {
+            if let id = event.message { attempts[id, default: 0] += 1 }
+        }
+        let used = usedPhotoIDs
+        return Set(attempts.filter { $0.value >= 2 && !used.contains($0.key) }.keys)
+    }
+
     /// Parses a whole journal. Damaged lines are skipped and listed, never fatal.
     public static func parse(id: String, contents: [UInt8]) -> WalkLog {
         var log = WalkLog(id: id)

@@ -44,15 +44,19 @@ public actor LocalPhotoSource: PhotoSource {
         var path: String
     }
 
+    /// Who reads the EXIF blocks: this process, or photo workers (`ExifReading.isolated`).
+    private let reader: ExifReading
+
     /// Indexes `directory`. Fails (fatal) only when the folder itself cannot be read.
-    public init(directory: String) throws(PhotoSourceError) {
+    public init(directory: String, reader: ExifReading = .inProcess) throws(PhotoSourceError) {
         guard let resolved = realpath(directory, nil) else {
             throw PhotoSourceError(
                 .fatal, "cannot open --photos-dir \(directory): \(String(cString: strerror(errno)))")
         }
         let absolute = String(cString: resolved)
         free(resolved)
-        let (photos, scan) = try Self.index(absolute)
+        let (photos, scan) = try Self.index(absolute, reader: reader)
+        self.reader = reader
         self.directory = absolute
         self.photos = photos
         lastScan = scan
@@ -61,7 +65,7 @@ public actor LocalPhotoSource: PhotoSource {
     /// Reads the folder again, for photos added or removed since.
     @discardableResult
     public func rescan() throws(PhotoSourceError) -> Scan {
-        (photos, lastScan) = try Self.index(directory)
+        (photos, lastScan) = try Self.index(directory, reader: reader)
         return lastScan
     }
 
@@ -139,7 +143,9 @@ public actor LocalPhotoSource: PhotoSource {
 
     // MARK: - Indexing
 
-    private static func index(_ directory: String) throws(PhotoSourceError) -> ([String: Photo], Scan) {
+    private static func index(_ directory: String, reader: ExifReading) throws(PhotoSourceError)
+        -> ([String: Photo], Scan)
+    {
         guard let stream = opendir(directory) else {
             throw PhotoSourceError(
                 .fatal, "cannot read --photos-dir \(directory): \(String(cString: strerror(errno)))")
@@ -159,14 +165,16 @@ public actor LocalPhotoSource: PhotoSource {
 
         var photos: [String: Photo] = [:]
         var scan = Scan()
-        for name in names {
-            let path = directory + "/" + name
+        names = names.filter { name in
             var status = stat()
-            guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { continue }
-            var info = cexif_info()
-            switch cexif_read_file(path, &info) {
+            return stat(directory + "/" + name, &status) == 0 && status.st_mode & S_IFMT == S_IFREG
+        }
+        let records = reader.read(names.map { directory + "/" + $0 })
+        for (name, record) in zip(names, records) {
+            let path = directory + "/" + name
+            switch record.result {
             case Int32(CEXIF_GPS):
-                let candidate = Self.candidate(from: info, fileName: name, path: path)
+                let candidate = Self.candidate(from: record, fileName: name, path: path)
                 if photos[candidate.id] != nil {
                     scan.duplicates += 1
                 } else {
@@ -182,12 +190,11 @@ public actor LocalPhotoSource: PhotoSource {
         return (photos, scan)
     }
 
-    static func candidate(from info: cexif_info, fileName: String, path: String) -> PhotoCandidate {
-        var info = info
-        let description = text(&info.title)
-        let artist = text(&info.artist)
-        let copyright = text(&info.copyright)
-        let taken = text(&info.taken)
+    static func candidate(from info: ExifRecord, fileName: String, path: String) -> PhotoCandidate {
+        let description = info.title
+        let artist = info.artist
+        let copyright = info.copyright
+        let taken = info.taken
         let title = description.isEmpty || cameraDefaultTitles.contains(description) ? stem(fileName) : description
         return PhotoCandidate(
             id: id(forFileName: fileName), title: title,
@@ -200,12 +207,6 @@ public actor LocalPhotoSource: PhotoSource {
     static let cameraDefaultTitles: Set<String> = [
         "OLYMPUS DIGITAL CAMERA", "SONY DSC", "DIGITAL CAMERA", "Default", "default", "DCIM", "Exif_JPEG_PICTURE",
     ]
-
-    private static func text<T>(_ field: inout T) -> String {
-        withUnsafeBytes(of: &field) { raw in
-            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-        }
-    }
 
     private static func stem(_ fileName: String) -> String {
         guard let dot = fileName.lastIndex(of: "."), dot != fileName.startIndex else { return fileName }

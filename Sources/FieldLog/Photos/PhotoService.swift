@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import ServiceLifecycle
 
@@ -8,9 +9,12 @@ public protocol ThumbnailStore: Sendable {
 
 extension ThumbnailCache: ThumbnailStore {}
 
-/// Finds a photo for every milestone, in milestone order, off the walk's path: the recorder never waits
-/// for the network. A milestone that cannot be served stays pending in the journal and is retried with
-/// backoff, also after a restart; when the source is unusable (an invalid key) it stops asking and says so.
+/// Finds a photo for every milestone, off the walk's path: the recorder never waits for the network. The
+/// walk being recorded comes first, in milestone order; milestones of older walks still waiting (after
+/// outages, or a source that was missing) are served after it, newest walk first, one walk's journal read
+/// at a time, so that neither start-up nor memory grows with the number of walks stored. A milestone that
+/// cannot be served stays pending in the journal and is retried with backoff, also after a restart; when
+/// the source is unusable (an invalid key) it stops asking and says so.
 public struct PhotoService: Service {
     public struct Pending: Sendable, Equatable {
         public var walkID: String
@@ -25,36 +29,40 @@ public struct PhotoService: Service {
     private let source: any PhotoSource
     private let sourceName: String
     private let recorder: WalkRecorder
+    private let store: JournalStore
     private let thumbnails: any ThumbnailStore
-    private let thumbnailer: Thumbnailer
+    private let thumbnailer: any ThumbnailMaker
     private let logger: Logger
-    private let backlog: [Pending]
-    private let usedAtStart: [String: Set<String>]
+    /// The newest walk if it is still open (being recorded, or about to be resumed): served first.
+    private let latest: WalkLog?
+    /// Older walks with milestones still waiting, newest first: served when nothing newer waits.
+    private let olderWalks: [WalkSummary]
     private let milestones: AsyncStream<Pending>
     private let continuation: AsyncStream<Pending>.Continuation
     private let maxBackoff: Double
 
-    /// Reads the journals for milestones still waiting for a photo, and photos already used per walk.
+    /// Reads the newest journal, and the walk index for older walks still waiting for photos.
     public init(
         source: any PhotoSource, sourceName: String, recorder: WalkRecorder, store: JournalStore,
-        thumbnails: any ThumbnailStore, thumbnailer: Thumbnailer, logger: Logger, maxBackoff: Double = 300
+        thumbnails: any ThumbnailStore, thumbnailer: any ThumbnailMaker, logger: Logger, maxBackoff: Double = 300
     ) throws(JournalError) {
         self.source = source
         self.sourceName = sourceName
         self.recorder = recorder
+        self.store = store
         self.thumbnails = thumbnails
         self.thumbnailer = thumbnailer
         self.logger = logger
         self.maxBackoff = maxBackoff
-        var backlog: [Pending] = []
-        var used: [String: Set<String>] = [:]
-        for id in try store.walkIDs() {
-            let log = try store.read(id)
-            backlog += log.pendingMilestones.map { Pending(walkID: id, milestone: $0) }
-            used[id] = log.usedPhotoIDs
+        var walks = try WalkIndex.summaries(in: store)
+        // An open newest walk is the one being recorded, or about to be resumed.
+        if let newest = walks.last, newest.ended == nil {
+            latest = try store.read(newest.id)
+            walks.removeLast()
+        } else {
+            latest = nil
         }
-        self.backlog = backlog
-        usedAtStart = used
+        olderWalks = walks.filter { $0.pendingPhotos > 0 }.reversed()
         (milestones, continuation) = AsyncStream.makeStream()
     }
 
@@ -69,8 +77,10 @@ public struct PhotoService: Service {
     }
 
     public func run() async throws {
-        if !backlog.isEmpty {
-            logger.info("\(backlog.count) milestones are waiting for a photo; serving them in order")
+        let waiting = (latest?.pendingMilestones.count ?? 0) + olderWalks.reduce(0) { $0 + $1.pendingPhotos }
+        if waiting > 0 {
+            logger.info(
+                "\(waiting) milestones are waiting for a photo (\(olderWalks.count) older walks); the newest walk first")
         }
         // Shutdown cancels this task: in-flight requests are cancelled, pending milestones stay pending.
         await cancelWhenGracefulShutdown {
@@ -78,24 +88,61 @@ public struct PhotoService: Service {
         }
     }
 
+    /// Photos not to offer a walk again: used, rejected, or suspected of killing the recorder.
+    private struct Avoid {
+        var walks: [String: Set<String>] = [:]
+
+        mutating func add(_ log: WalkLog) {
+            walks[log.id, default: []].formUnion(log.usedPhotoIDs.union(log.suspectPhotoIDs))
+        }
+    }
+
     private func serve() async {
-        var queue = backlog
-        var used = usedAtStart
-        var incoming = milestones.makeAsyncIterator()
+        var live: [Pending] = latest.map { log in log.pendingMilestones.map { Pending(walkID: log.id, milestone: $0) } } ?? []
+        var older: [Pending] = []
+        var olderWalks = self.olderWalks[...]
+        var avoid = Avoid()
+        if let latest { avoid.add(latest) }
+        var attempted = Set<String>()
+        // New milestones arrive on a stream; a task moves them into a box the loop can look at without waiting.
+        let arrivals = Arrivals()
+        let listener = Task { [milestones] in
+            for await item in milestones { arrivals.put(item) }
+            arrivals.finish()
+        }
+        defer { listener.cancel() }
         var backoff = 1.0
         var failing = false
         while !Task.isCancelled {
-            if queue.isEmpty {
-                guard let next = await incoming.next() else { return }
-                queue.append(next)
+            live += arrivals.take()
+            let item: Pending
+            if let first = live.first {
+                item = first
+            } else if let first = older.first {
+                item = first
+            } else if let summary = olderWalks.popFirst() {
+                // One older walk at a time: its journal is read now and let go when it is served.
+                guard let log = try? store.read(summary.id) else { continue }
+                avoid.add(log)
+                older = log.pendingMilestones.map { Pending(walkID: log.id, milestone: $0) }
+                continue
+            } else if arrivals.isFinished {
+                return
+            } else {
+                await withTaskCancellationHandler {
+                    await arrivals.wait()
+                } onCancel: {
+                    arrivals.wake()
+                }
                 continue
             }
-            let item = queue[0]
             do {
-                let record = try await photo(for: item, excluding: used[item.walkID, default: []])
-                try recorder.attach(record, toWalk: item.walkID)
-                if let id = record.photo?.id { used[item.walkID, default: []].insert(id) }
-                queue.removeFirst()
+                var avoided = avoid.walks[item.walkID, default: []]
+                defer { avoid.walks[item.walkID] = avoided }
+                let record = try await photo(for: item, avoiding: &avoided, attempted: &attempted)
+                recorder.attach(record, toWalk: item.walkID)
+                if let id = record.photo?.id { avoided.insert(id) }
+                if live.first == item { live.removeFirst() } else { older.removeFirst() }
                 backoff = 1
                 if failing {
                     logger.info("photo source \(sourceName) answers again")
@@ -103,9 +150,9 @@ public struct PhotoService: Service {
                 }
             } catch let error as PhotoSourceError where error.kind == .fatal {
                 logger.error("photo source \(sourceName) unusable: \(error.message); milestones stay pending")
-                try? recorder.note(.photoSourceUnavailable, message: error.message)
+                recorder.note(.photoSourceUnavailable, message: error.message)
                 // Keep draining the stream so nothing blocks; journaled milestones stay pending.
-                while await incoming.next() != nil {}
+                while !arrivals.isFinished { _ = arrivals.take(); await arrivals.wait() }
                 return
             } catch {
                 if !failing {
@@ -119,20 +166,27 @@ public struct PhotoService: Service {
         }
     }
 
-    /// The nearest usable photo not yet used in the walk, widening the search until one is found.
-    private func photo(for item: Pending, excluding used: Set<String>) async throws -> MilestonePhoto {
+    /// The nearest usable photo not yet used in the walk, widening the search until one is found. Each photo
+    /// is journaled (synced) as attempted before its first decode in this process, so that one that takes
+    /// the recorder down with it is skipped after two such attempts.
+    /// Photos found unusable join `avoided`, so that a retry after a network error does not fetch them again.
+    private func photo(for item: Pending, avoiding avoided: inout Set<String>, attempted: inout Set<String>)
+        async throws -> MilestonePhoto
+    {
         let milestone = item.milestone
-        var rejected = Set<String>()
         for radius in Self.radii {
             let candidates = try await source.search(
                 latitude: milestone.latitude, longitude: milestone.longitude, radius: radius)
-                .filter { !used.contains($0.id) }
+                .filter { !avoided.contains($0.id) }
                 .map { ($0, Geodesy.distance(milestone.latitude, milestone.longitude, $0.latitude, $0.longitude)) }
                 .sorted { $0.1 < $1.1 }
-            for (candidate, distance) in candidates where !rejected.contains(candidate.id) {
+            for (candidate, distance) in candidates where !avoided.contains(candidate.id) {
                 do {
                     let bytes = try await source.image(of: candidate, limit: Self.imageLimit)
-                    let thumbnail = try thumbnailer.thumbnail(of: bytes)
+                    if attempted.insert(candidate.id).inserted {
+                        recorder.note(.photoAttempt, message: candidate.id, toWalk: item.walkID)
+                    }
+                    let thumbnail = try await thumbnailer.thumbnail(of: bytes)
                     let key = cacheKey(for: candidate)
                     try await thumbnails.store(key: key, bytes: thumbnail.jpeg)
                     logger.info("milestone \(milestone.index): photo \(candidate.id), \(Int(distance)) m away")
@@ -140,9 +194,9 @@ public struct PhotoService: Service {
                         milestone: milestone.index, source: sourceName,
                         outcome: .found(candidate, distance: distance, cacheKey: key))
                 } catch let error as PhotoSourceError where error.kind == .permanent {
-                    try await reject(candidate, because: error.message, into: &rejected)
+                    reject(candidate, because: error.message, into: &avoided, walkID: item.walkID)
                 } catch let error as ThumbnailError {
-                    try await reject(candidate, because: error.message, into: &rejected)
+                    reject(candidate, because: error.message, into: &avoided, walkID: item.walkID)
                 }
             }
         }
@@ -161,11 +215,57 @@ public struct PhotoService: Service {
     }
 
     /// A photo that cannot be used is journaled as an error and skipped; the next candidate is tried.
-    private func reject(_ candidate: PhotoCandidate, because reason: String, into rejected: inout Set<String>)
-        async throws
-    {
+    private func reject(_ candidate: PhotoCandidate, because reason: String, into rejected: inout Set<String>, walkID: String) {
         rejected.insert(candidate.id)
         logger.warning("photo \(candidate.id) skipped: \(reason)")
-        try recorder.note(.error, message: "photo \(candidate.id) from \(sourceName) skipped: \(reason)")
+        recorder.note(.error, message: "photo \(candidate.id) from \(sourceName) skipped: \(reason)", toWalk: walkID)
+    }
+}
+
+/// Milestones handed over from the recorder, for a loop that must not wait on them while it has work.
+private final class Arrivals: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [PhotoService.Pending] = []
+    private var finished = false
+    private var waiter: CheckedContinuation<Void, Never>?
+
+    func put(_ item: PhotoService.Pending) {
+        lock.withLock {
+            items.append(item)
+            return waiter.take()
+        }?.resume()
+    }
+
+    func finish() {
+        lock.withLock {
+            finished = true
+            return waiter.take()
+        }?.resume()
+    }
+
+    /// Lets a waiting `wait()` return (on cancellation).
+    func wake() {
+        lock.withLock { waiter.take() }?.resume()
+    }
+
+    var isFinished: Bool { lock.withLock { finished && items.isEmpty } }
+
+    func take() -> [PhotoService.Pending] {
+        lock.withLock {
+            defer { items.removeAll() }
+            return items
+        }
+    }
+
+    /// Returns when an item arrives or the stream ends (at once if either already happened).
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let ready: Bool = lock.withLock {
+                if !items.isEmpty || finished { return true }
+                waiter = continuation
+                return false
+            }
+            if ready { continuation.resume() }
+        }
     }
 }

@@ -115,6 +115,24 @@ public actor ThumbnailCache {
         return true
     }
 
+    /// Removes every thumbnail, for a full disk whose space the walk journal needs more. Returns the bytes
+    /// freed. The journal keeps each photo's metadata; exports say the thumbnail is no longer cached.
+    @discardableResult
+    public func removeAll() -> Int {
+        let before = index.totalBytes
+        for key in index.keysByUse {
+            try? index.unlinkEntry(key)
+        }
+        return before - index.totalBytes
+    }
+
+    /// Whether `path` is on the same filesystem as the cache, so that removing thumbnails frees space there.
+    public nonisolated func sharesFilesystem(with path: String) -> Bool {
+        var mine = stat()
+        var theirs = stat()
+        return stat(directory, &mine) == 0 && stat(path, &theirs) == 0 && mine.st_dev == theirs.st_dev
+    }
+
     // MARK: - Internals
 
     private struct Entry {

@@ -6,14 +6,21 @@ import Darwin
 
 /// The few file operations fieldlog needs beyond Foundation's, with errno turned into messages.
 public enum FileIO {
-    /// Writes all of `bytes` to `descriptor`, retrying short writes. Returns the error text on failure.
-    public static func writeAll(_ bytes: some Collection<UInt8>, to descriptor: Int32) -> String? {
+    /// An errno with its text.
+    public struct Failure: Error, CustomStringConvertible {
+        public let number: Int32
+        public var text: String { String(cString: strerror(number)) }
+        public var description: String { text }
+    }
+
+    /// Writes all of `bytes` to `descriptor`, retrying short writes. Returns the error on failure.
+    public static func writeAll(_ bytes: some Collection<UInt8>, to descriptor: Int32) -> Failure? {
         var remaining = ArraySlice(bytes)
         while !remaining.isEmpty {
             let written = remaining.withUnsafeBytes { write(descriptor, $0.baseAddress!, $0.count) }
             if written < 0 {
                 if errno == EINTR { continue }
-                return String(cString: strerror(errno))
+                return Failure(number: errno)
             }
             remaining = remaining.dropFirst(written)
         }
@@ -61,12 +68,12 @@ public enum FileIO {
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw FileIOError(path: path, reason: String(cString: strerror(errno))) }
         var failure = writeAll(bytes, to: descriptor)
-        if failure == nil && durable && fsync(descriptor) != 0 { failure = String(cString: strerror(errno)) }
+        if failure == nil && durable && fsync(descriptor) != 0 { failure = Failure(number: errno) }
         close(descriptor)
-        if failure == nil && rename(temporary, path) != 0 { failure = String(cString: strerror(errno)) }
+        if failure == nil && rename(temporary, path) != 0 { failure = Failure(number: errno) }
         if let failure {
             unlink(temporary)
-            throw FileIOError(path: path, reason: failure)
+            throw FileIOError(path: path, reason: failure.text)
         }
     }
 }

@@ -2,7 +2,8 @@
 public struct ThumbnailError: Error, CustomStringConvertible, Sendable, Equatable {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Value: Hashable, Sendable {
-            case empty, notJPEG, truncated, corrupt, tooLarge, tooManyScans, unsupported, outOfMemory, internalError
+            case empty, notJPEG, truncated, corrupt, tooLarge, tooManyScans, unsupported, outOfMemory, internalError,
+                crashed
         }
 
         private let value: Value
@@ -26,6 +27,14 @@ public struct ThumbnailError: Error, CustomStringConvertible, Sendable, Equatabl
         public static let outOfMemory = Code(value: .outOfMemory)
         /// A bug here, not a problem with the file.
         public static let internalError = Code(value: .internalError)
+        /// The decoder's process was killed: past its memory or CPU limit, or crashed by the file.
+        public static let crashed = Code(value: .crashed)
+
+        /// Every code, in a fixed order: the photo worker's exit status is 10 + the position.
+        static let all: [Code] = [
+            .empty, .notJPEG, .truncated, .corrupt, .tooLarge, .tooManyScans, .unsupported, .outOfMemory, .internalError,
+            .crashed,
+        ]
 
         public var description: String {
             switch value {
@@ -38,6 +47,7 @@ public struct ThumbnailError: Error, CustomStringConvertible, Sendable, Equatabl
             case .unsupported: "unsupported"
             case .outOfMemory: "out of memory"
             case .internalError: "internal error"
+            case .crashed: "decoder killed"
             }
         }
     }

@@ -3,7 +3,8 @@ import Logging
 
 /// Turns a stream of fixes into walk journals: starts, resumes and ends walks, and decides what must be on
 /// disk when. One lock makes it safe from any thread: the gpsd reader thread records each fix itself, the
-/// photo service attaches photos from its task.
+/// photo service attaches photos from its task. Storage faults never reach its callers: the journal
+/// writer holds records in memory while the disk fails and writes them, in order, when it works again.
 public final class WalkRecorder: @unchecked Sendable {
     public let store: JournalStore
     public let limits: WalkLimits
@@ -15,6 +16,7 @@ public final class WalkRecorder: @unchecked Sendable {
     private let clock = ContinuousClock()
     private let lock = NSLock()
 
+    private let writer: JournalWriter
     private var collapser = EpochCollapser()
     private var walk: OpenWalk?
     /// An interrupted walk found at start-up, resumed or closed by the first fix.
@@ -28,7 +30,6 @@ public final class WalkRecorder: @unchecked Sendable {
 
     private struct OpenWalk {
         var id: String
-        var file: JournalFile
         var tracker: WalkTracker
     }
 
@@ -37,16 +38,23 @@ public final class WalkRecorder: @unchecked Sendable {
         public var distance: Double
         public var milestones: Int
         public var lastFixTime: Double?
+        /// Set while journal records cannot be written and are held in memory.
+        public var storage: StorageTrouble?
     }
 
-    /// Opens the state directory and repairs the newest walk if a crash cut it short.
-    public init(store: JournalStore, limits: WalkLimits, logger: Logger, syncInterval: Duration = .seconds(5))
-        throws(JournalError)
-    {
+    /// Opens the state directory and repairs the newest walk if a crash cut it short. Fails only when the
+    /// state directory cannot be created, written or read at all.
+    public init(
+        store: JournalStore, limits: WalkLimits, logger: Logger, syncInterval: Duration = .seconds(5),
+        maxHeldBytes: Int = 16 << 20
+    ) throws(JournalError) {
         self.store = store
         self.limits = limits
         self.logger = logger
         self.syncInterval = syncInterval
+        writer = JournalWriter(store: store, logger: logger, maxHeldBytes: maxHeldBytes) {
+            Date().timeIntervalSince1970
+        }
         lastSync = clock.now
         try store.prepare()
         if let latest = try store.walkIDs().last {
@@ -67,9 +75,15 @@ public final class WalkRecorder: @unchecked Sendable {
         }
     }
 
-    /// Registers who acts on milestones (photo lookup); it is called only after the milestone is synced.
+    /// Registers who acts on milestones (photo lookup); it is called once the milestone is synced, or held
+    /// in memory while the storage fails (photos are still looked up meanwhile).
     public func setMilestoneHandler(_ handler: @escaping @Sendable (Milestone, _ walkID: String) -> Void) {
         lock.withLock { onMilestone = handler }
+    }
+
+    /// Registers what frees space when the storage is full (the thumbnail cache); called once per episode.
+    public func setStorageFullHandler(_ handler: @escaping @Sendable () -> Void) {
+        lock.withLock { writer.onStorageFull = handler }
     }
 
     public var summary: Summary {
@@ -80,72 +94,76 @@ public final class WalkRecorder: @unchecked Sendable {
         guard let walk else {
             return Summary(
                 walkID: interrupted?.id, distance: interrupted?.distance ?? 0,
-                milestones: interrupted?.milestones.count ?? 0, lastFixTime: interrupted?.points.last?.fix.time)
+                milestones: interrupted?.milestones.count ?? 0, lastFixTime: interrupted?.points.last?.fix.time,
+                storage: writer.trouble)
         }
         return Summary(
             walkID: walk.id, distance: walk.tracker.distance, milestones: walk.tracker.milestoneCount,
-            lastFixTime: walk.tracker.lastPoint?.fix.time)
+            lastFixTime: walk.tracker.lastPoint?.fix.time, storage: writer.trouble)
     }
 
     /// Feeds one fix from gpsd. Fixes without GPS time are useless to a walk on GPS time and are dropped
     /// before they get here.
-    public func record(_ fix: Fix) throws(JournalError) {
-        try locked { () throws(JournalError) in
+    public func record(_ fix: Fix) {
+        lock.withLock {
             if let finished = collapser.add(fix) {
-                try process(finished)
+                process(finished)
             }
         }
     }
 
     /// Journals a recorder event (gpsd state, errors) with the system clock as its wall time.
-    public func note(_ kind: JournalEvent.Kind, message: String? = nil) throws(JournalError) {
-        try locked { () throws(JournalError) in try journal(kind, message: message) }
+    public func note(_ kind: JournalEvent.Kind, message: String? = nil) {
+        lock.withLock { journal(kind, message: message) }
     }
 
-    /// Called when gpsd's stream pauses or ends: the last epoch is complete, and unsynced fixes are due.
-    public func flush() throws(JournalError) {
-        try locked { () throws(JournalError) in
-            if let finished = collapser.flush() {
-                try process(finished)
-            }
-            try syncIfDue()
+    /// Journals an event into walk `id`, which may have ended since, and syncs it.
+    public func note(_ kind: JournalEvent.Kind, message: String? = nil, toWalk id: String) {
+        lock.withLock {
+            let event = JournalEvent(kind: kind, wall: Date().timeIntervalSince1970, message: message)
+            writer.append(JournalCodec.encode(.event(event)), to: id)
+            sync()
         }
     }
 
-    /// Ends this session (not the walk: a later session may resume it) with everything on disk.
-    public func finishSession(reason: String) throws(JournalError) {
-        try locked { () throws(JournalError) in
+    /// Called when gpsd's stream pauses or ends: the last epoch is complete, and unsynced fixes are due.
+    public func flush() {
+        lock.withLock {
             if let finished = collapser.flush() {
-                try process(finished)
+                process(finished)
             }
-            try journal(.sessionEnd, message: reason)
-            try sync()
+            syncIfDue()
+        }
+    }
+
+    /// Ends this session (not the walk: a later session may resume it) with everything on disk if the
+    /// storage allows. Returns false when records could not be written: they are lost with the process.
+    @discardableResult
+    public func finishSession(reason: String) -> Bool {
+        lock.withLock {
+            if let finished = collapser.flush() {
+                process(finished)
+            }
+            journal(.sessionEnd, message: reason)
+            if writer.sync(now: true) { return true }
+            if let trouble = writer.trouble {
+                logger.critical(
+                    "storage still failing at exit (\(trouble.reason)): \(trouble.heldRecords) journal records held in memory are lost")
+            }
+            return false
         }
     }
 
     /// Journals a milestone's photo outcome into its walk, which may have ended since, and syncs it: a
     /// photo recorded is a photo not fetched again.
-    public func attach(_ photo: MilestonePhoto, toWalk id: String) throws(JournalError) {
-        try locked { () throws(JournalError) in
-            let line = JournalCodec.encode(.photo(photo))
-            if let walk, walk.id == id {
-                try walk.file.append(line)
-                try sync()
-            } else {
-                let file = try JournalFile(path: store.path(for: id))
-                try file.append(line)
-                try file.sync()
-            }
+    public func attach(_ photo: MilestonePhoto, toWalk id: String) {
+        lock.withLock {
+            writer.append(JournalCodec.encode(.photo(photo)), to: id)
+            sync()
         }
     }
 
-    private func locked<Result>(_ body: () throws(JournalError) -> Result) throws(JournalError) -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body()
-    }
-
-    private func journal(_ kind: JournalEvent.Kind, message: String?) throws(JournalError) {
+    private func journal(_ kind: JournalEvent.Kind, message: String?) {
         let event = JournalEvent(
             kind: kind, time: walk?.tracker.lastPoint?.fix.time, wall: Date().timeIntervalSince1970,
             message: message)
@@ -153,33 +171,32 @@ public final class WalkRecorder: @unchecked Sendable {
             earlyEvents.append(event)
             return
         }
-        try walk.file.append(JournalCodec.encode(.event(event)))
+        writer.append(JournalCodec.encode(.event(event)), to: walk.id)
         unsynced = true
     }
 
-    private func syncIfDue() throws(JournalError) {
+    private func syncIfDue() {
         if unsynced && clock.now - lastSync >= syncInterval {
-            try sync()
+            sync()
         }
     }
 
-    private func sync() throws(JournalError) {
-        guard let walk else { return }
-        try walk.file.sync()
+    private func sync() {
+        writer.sync()
         unsynced = false
         lastSync = clock.now
     }
 
-    private func process(_ fix: Fix) throws(JournalError) {
+    private func process(_ fix: Fix) {
         if let flaw = WalkTracker.flaw(of: fix, limits: limits) {
             logger.debug("fix dropped: \(flaw)")
             return
         }
         if walk == nil {
-            try open(for: fix)
+            open(for: fix)
         } else if let last = walk?.tracker.lastPoint?.fix.time, fix.time - last > limits.idleGap {
-            try endWalk()
-            try open(for: fix)
+            endWalk()
+            open(for: fix)
         }
         guard var current = walk else { return }
         let events = current.tracker.ingest(fix)
@@ -187,12 +204,12 @@ public final class WalkRecorder: @unchecked Sendable {
         for event in events {
             switch event {
             case let .segment(segment):
-                try current.file.append(JournalCodec.encode(.segment(segment)))
+                writer.append(JournalCodec.encode(.segment(segment)), to: current.id)
             case let .point(point):
-                try current.file.append(JournalCodec.encode(.point(point)))
+                writer.append(JournalCodec.encode(.point(point)), to: current.id, isFix: true)
             case let .milestone(milestone):
-                try current.file.append(JournalCodec.encode(.milestone(milestone)))
-                try sync()
+                writer.append(JournalCodec.encode(.milestone(milestone)), to: current.id)
+                sync()
                 logger.info("milestone \(milestone.index) at \(Int(milestone.distance)) m")
                 onMilestone?(milestone, current.id)
                 continue
@@ -202,50 +219,51 @@ public final class WalkRecorder: @unchecked Sendable {
             }
             unsynced = true
         }
-        try syncIfDue()
+        syncIfDue()
     }
 
     /// Opens the walk `fix` belongs to: the interrupted one if it continues in time, else a new one.
-    private func open(for fix: Fix) throws(JournalError) {
+    private func open(for fix: Fix) {
         if let log = interrupted, let last = log.lastTime {
             interrupted = nil
             let pause = fix.time - last
             if pause > 0 && pause <= limits.idleGap {
-                let file = try JournalFile(path: store.path(for: log.id))
                 let tracker = WalkTracker(limits: limits, restoring: log.points, milestones: log.milestones)
-                walk = OpenWalk(id: log.id, file: file, tracker: tracker)
+                walk = OpenWalk(id: log.id, tracker: tracker)
+                writer.current = log.id
                 logger.info("resuming walk \(log.id) after \(Int(pause)) s at \(Int(log.distance)) m")
-                try journal(.resumed, message: "after \(Int(pause)) s")
-                try writeEarlyEvents()
+                journal(.resumed, message: "after \(Int(pause)) s")
+                writeEarlyEvents()
                 return
             }
-            let closing = try JournalFile(path: store.path(for: log.id))
-            try closing.append(JournalCodec.encode(.walkEnd(time: last, distance: log.distance)))
-            try closing.sync()
+            writer.append(JournalCodec.encode(.walkEnd(time: last, distance: log.distance)), to: log.id)
+            sync()
             logger.info("closed interrupted walk \(log.id) at \(Int(log.distance)) m")
         }
         let id = store.newWalkID(startingAt: fix.time)
-        let file = try JournalFile(path: store.path(for: id))
-        try file.append(JournalCodec.encode(.walkStart(id: id, time: fix.time, every: limits.milestoneEvery)))
-        walk = OpenWalk(id: id, file: file, tracker: WalkTracker(limits: limits))
+        writer.current = id
+        writer.append(JournalCodec.encode(.walkStart(id: id, time: fix.time, every: limits.milestoneEvery)), to: id)
+        walk = OpenWalk(id: id, tracker: WalkTracker(limits: limits))
         logger.info("walk \(id) started")
-        try writeEarlyEvents()
-        try sync()
+        writeEarlyEvents()
+        sync()
     }
 
-    private func writeEarlyEvents() throws(JournalError) {
+    private func writeEarlyEvents() {
         guard let walk else { return }
         for event in earlyEvents {
-            try walk.file.append(JournalCodec.encode(.event(event)))
+            writer.append(JournalCodec.encode(.event(event)), to: walk.id)
         }
         earlyEvents.removeAll()
     }
 
-    private func endWalk() throws(JournalError) {
+    private func endWalk() {
         guard let current = walk, let last = current.tracker.lastPoint else { return }
-        try current.file.append(JournalCodec.encode(.walkEnd(time: last.fix.time, distance: current.tracker.distance)))
-        try current.file.sync()
+        writer.append(
+            JournalCodec.encode(.walkEnd(time: last.fix.time, distance: current.tracker.distance)), to: current.id)
+        sync()
         logger.info("walk \(current.id) ended at \(Int(current.tracker.distance)) m")
         walk = nil
+        writer.current = nil
     }
 }

@@ -1,0 +1,34 @@
+#ifndef CSANDBOX_H
+#define CSANDBOX_H
+
+#include <sys/types.h>
+
+/// The photo worker's system interface: an anonymous memory file to pass bytes through, a child
+/// process started with only those files, its limits, and a non-blocking wait. Every function returns
+/// 0 or a positive result on success and -errno on failure.
+
+/// An anonymous in-memory file (memfd), close-on-exec.
+int csandbox_memfd(const char *name);
+
+/// Starts `path` with `argv` (NULL-terminated); the child's stdin, stdout and stderr are `in_fd`,
+/// `out_fd` and `err_fd`, and no other descriptor of the parent is open in it. Stores its pid.
+int csandbox_spawn(const char *path, char *const argv[], int in_fd, int out_fd, int err_fd, pid_t *pid);
+
+/// Limits the calling process for good: address space, CPU seconds and the size of files it writes, no
+/// core dumps, few descriptors, no new privileges, and death when its parent dies.
+int csandbox_limit_self(long long address_space_bytes, long long cpu_seconds, long long file_bytes);
+
+enum {
+    CSANDBOX_RUNNING = 0,
+    CSANDBOX_EXITED = 1,
+    CSANDBOX_SIGNALED = 2,
+};
+
+/// Whether child `pid` is still running; once it has ended, reaps it and stores its exit status or the
+/// signal that ended it in `code`.
+int csandbox_poll(pid_t pid, int *code);
+
+/// Sends SIGKILL to `pid`.
+int csandbox_kill(pid_t pid);
+
+#endif

@@ -1,0 +1,73 @@
+#define _GNU_SOURCE
+#include "CSandbox.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+int csandbox_memfd(const char *name) {
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    return fd >= 0 ? fd : -errno;
+}
+
+int csandbox_spawn(const char *path, char *const argv[], int in_fd, int out_fd, int err_fd, pid_t *pid) {
+    posix_spawn_file_actions_t actions;
+    int rc = posix_spawn_file_actions_init(&actions);
+    if (rc != 0) return -rc;
+    // dup2 clears close-on-exec on the copies; everything else the parent holds stays behind.
+    if ((rc = posix_spawn_file_actions_adddup2(&actions, in_fd, 0)) == 0 &&
+        (rc = posix_spawn_file_actions_adddup2(&actions, out_fd, 1)) == 0 &&
+        (rc = posix_spawn_file_actions_adddup2(&actions, err_fd, 2)) == 0) {
+        rc = posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    }
+    if (rc == 0) rc = posix_spawn(pid, path, &actions, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    return rc == 0 ? 0 : -rc;
+}
+
+static int set_limit(int resource, long long value) {
+    struct rlimit limit = {.rlim_cur = (rlim_t)value, .rlim_max = (rlim_t)value};
+    return setrlimit(resource, &limit) == 0 ? 0 : -errno;
+}
+
+int csandbox_limit_self(long long address_space_bytes, long long cpu_seconds, long long file_bytes) {
+    int rc;
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return -errno;
+    // The parent may have died before the line above: then we were adopted and must not go on.
+    if (getppid() == 1) return -ECHILD;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -errno;
+    if ((rc = set_limit(RLIMIT_AS, address_space_bytes)) != 0) return rc;
+    // SIGXCPU at the soft limit kills; the hard limit one second later is SIGKILL.
+    struct rlimit cpu = {.rlim_cur = (rlim_t)cpu_seconds, .rlim_max = (rlim_t)cpu_seconds + 1};
+    if (setrlimit(RLIMIT_CPU, &cpu) != 0) return -errno;
+    if ((rc = set_limit(RLIMIT_FSIZE, file_bytes)) != 0) return rc;
+    if ((rc = set_limit(RLIMIT_CORE, 0)) != 0) return rc;
+    return set_limit(RLIMIT_NOFILE, 16);
+}
+
+int csandbox_poll(pid_t pid, int *code) {
+    int status = 0;
+    pid_t done;
+    do {
+        done = waitpid(pid, &status, WNOHANG);
+    } while (done < 0 && errno == EINTR);
+    if (done < 0) return -errno;
+    if (done == 0) return CSANDBOX_RUNNING;
+    if (WIFSIGNALED(status)) {
+        *code = WTERMSIG(status);
+        return CSANDBOX_SIGNALED;
+    }
+    *code = WEXITSTATUS(status);
+    return CSANDBOX_EXITED;
+}
+
+int csandbox_kill(pid_t pid) {
+    return kill(pid, SIGKILL) == 0 ? 0 : -errno;
+}

@@ -1,0 +1,102 @@
+import CExifShim
+import CSandbox
+import Foundation
+
+/// One JPEG's EXIF as the local folder source uses it: `result` is a `CEXIF_*` code.
+public struct ExifRecord: Codable, Sendable, Equatable {
+    var result: Int32
+    var latitude = 0.0
+    var longitude = 0.0
+    var title = ""
+    var artist = ""
+    var copyright = ""
+    var taken = ""
+
+    init(result: Int32) {
+        self.result = result
+    }
+
+    init(_ info: cexif_info, result: Int32) {
+        var info = info
+        self.result = result
+        latitude = info.latitude
+        longitude = info.longitude
+        title = Self.text(&info.title)
+        artist = Self.text(&info.artist)
+        copyright = Self.text(&info.copyright)
+        taken = Self.text(&info.taken)
+    }
+
+    static func read(_ path: String) -> ExifRecord {
+        var info = cexif_info()
+        let result = cexif_read_file(path, &info)
+        return ExifRecord(info, result: result)
+    }
+
+    private static func text<T>(_ field: inout T) -> String {
+        withUnsafeBytes(of: &field) { raw in
+            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+        }
+    }
+}
+
+/// Where the local folder's EXIF blocks are parsed: in this process, or in `photo-worker --exif` child
+/// processes under the photo work limits, so that a hostile EXIF block cannot take the recorder down. A
+/// worker reports file by file; if one dies, the file it was reading counts as unreadable and a new
+/// worker goes on with the next.
+public enum ExifReading: Sendable {
+    case inProcess
+    case isolated(executable: String, limits: PhotoWorkLimits)
+
+    /// One record per path, in order.
+    func read(_ paths: [String]) -> [ExifRecord] {
+        switch self {
+        case .inProcess:
+            return paths.map(ExifRecord.read)
+        case let .isolated(executable, limits):
+            var records: [ExifRecord] = []
+            while records.count < paths.count {
+                let remaining = Array(paths[records.count...])
+                let batch = Self.readInWorker(remaining, executable: executable, limits: limits)
+                records += batch
+                if batch.count < remaining.count {
+                    // The worker died on this file.
+                    records.append(ExifRecord(result: Int32(CEXIF_CANNOT_READ)))
+                }
+            }
+            return records
+        }
+    }
+
+    /// What one worker reported before it ended: all of `paths`, or those before the one it died on.
+    private static func readInWorker(_ paths: [String], executable: String, limits: PhotoWorkLimits) -> [ExifRecord] {
+        do {
+            let input = try MemoryFile(name: "paths")
+            let output = try MemoryFile(name: "exif")
+            let report = try MemoryFile(name: "report")
+            try input.write(Array(paths.joined(separator: "\0").utf8))
+            let arguments = [
+                executable, PhotoWorker.commandName, "--exif", "--address-space", "\(limits.addressSpace)", "--cpu",
+                "\(limits.cpuSeconds)",
+            ]
+            var pid: pid_t = 0
+            let argv = arguments.map { strdup($0) } + [nil]
+            defer { argv.forEach { free($0) } }
+            let started = argv.withUnsafeBufferPointer { pointers in
+                csandbox_spawn(executable, pointers.baseAddress, input.descriptor, output.descriptor, report.descriptor, &pid)
+            }
+            guard started == 0 else { return [] }
+            // A second per file, at least the photo limit: a stuck worker is killed and its file skipped.
+            let deadline = Date().addingTimeInterval(max(limits.wallSeconds, Double(paths.count)))
+            var code: Int32 = 0
+            while csandbox_poll(pid, &code) == Int32(CSANDBOX_RUNNING) {
+                if Date() > deadline { _ = csandbox_kill(pid) }
+                usleep(2_000)
+            }
+            let lines = try output.read(limit: paths.count * 16_384).split(separator: UInt8(ascii: "\n"))
+            return lines.prefix(paths.count).compactMap { try? JSONDecoder().decode(ExifRecord.self, from: Data($0)) }
+        } catch {
+            return []
+        }
+    }
+}

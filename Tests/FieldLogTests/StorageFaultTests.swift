@@ -1,0 +1,138 @@
+import FieldLog
+import Foundation
+import Testing
+
+/// The recorder on storage that fails under it, against a real gpsd: a full disk and I/O errors injected
+/// into fieldlog's own write(2) and fsync(2) with libfiu (switched on and off in the running process),
+/// and the state directory removed while recording. Each run is compared with a run of the same walk on
+/// healthy storage: every fix and milestone must be in the journal, once, in order.
+@Suite(
+    .serialized,
+    .enabled(if: Harness.gpsfakeAvailable, "needs gpsd and gpsfake (apt: gpsd gpsd-clients)"),
+    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/fiu-run"), "needs libfiu (apt: fiu-utils)"))
+struct StorageFaultTests {
+    let directory = Harness.temporaryDirectory()
+
+    /// A 10-minute walk with bends: 600 fixes, 9 milestones.
+    func walkCapture() throws -> String {
+        var walk = SyntheticWalk()
+        walk.add([.walk(seconds: 300, speed: 1.4, turn: 0.03), .walk(seconds: 300, speed: 1.4, turn: -0.05)])
+        let capture = directory + "/walk.nmea"
+        try walk.write(to: capture)
+        return capture
+    }
+
+    /// The walk recorded on healthy storage.
+    func control(_ capture: String) async throws -> WalkLog {
+        let state = directory + "/control"
+        let gpsd = try GPSFake(capture: capture, in: directory)
+        let outcome = try await fieldlog(["run", "--once", "--gpsd", gpsd.address, "--state-dir", state], in: directory)
+        await gpsd.wait()
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        return try onlyWalk(in: state)
+    }
+
+    func onlyWalk(in state: String) throws -> WalkLog {
+        let store = JournalStore(directory: state)
+        let ids = try store.walkIDs()
+        try #require(ids.count == 1, "\(ids)")
+        return try store.read(ids[0])
+    }
+
+    /// Runs the walk under `fiu-run`, with `faults` switched on (fiu-ctrl) once the walk's journal exists,
+    /// that is once gpsd is connected (libgps writes to its socket only then), and off `seconds` later.
+    func record(_ capture: String, state: String, faults: [String], seconds: Double) async throws -> Outcome {
+        let gpsd = try GPSFake(capture: capture, delay: 0.01, in: directory)
+        let recorder = try Child(
+            "/usr/bin/fiu-run", ["-x", Harness.fieldlog, "run", "--once", "--gpsd", gpsd.address, "--state-dir", state],
+            in: directory)
+        var switchedOn: Date?
+        var switchedOff = false
+        while recorder.isRunning && !switchedOff {
+            if switchedOn == nil, (try? JournalStore(directory: state).walkIDs().isEmpty) == false {
+                try await control(recorder, faults.map { "enable_random \($0)" })
+                switchedOn = Date()
+            }
+            if let on = switchedOn, Date().timeIntervalSince(on) > seconds {
+                try await control(recorder, faults.map { "disable \($0.split(separator: ",")[0])" })
+                switchedOff = true
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let outcome = await recorder.wait(timeout: 120)
+        await gpsd.wait()
+        #expect(switchedOff, "the replay ended before the faults were switched off")
+        return outcome
+    }
+
+    private func control(_ recorder: Child, _ commands: [String]) async throws {
+        for command in commands {
+            let control = try Child("/usr/bin/fiu-ctrl", ["-c", command, String(recorder.pid)], in: directory)
+            #expect(await control.wait(timeout: 10).status == 0)
+        }
+    }
+
+    func expectSameWalk(_ log: WalkLog, as control: WalkLog, _ comment: Comment) {
+        #expect(log.damagedLines.isEmpty, comment)
+        let samePoints = log.points == control.points
+        #expect(samePoints, "\(comment): \(log.points.count) fixes, \(control.points.count) on healthy storage")
+        let sameMilestones = log.milestones == control.milestones
+        #expect(sameMilestones, "\(comment): \(log.milestones.map(\.index)) against \(control.milestones.map(\.index))")
+        #expect(log.ended == control.ended)
+    }
+
+    @Test func fullDiskHoldsEveryRecordAndWritesItWhenSpaceReturns() async throws {
+        let capture = try walkCapture()
+        let healthy = try await control(capture)
+        let state = directory + "/full"
+        // Every write fails with ENOSPC for 4 s of a 12 s replay.
+        let outcome = try await record(
+            capture, state: state, faults: ["name=posix/io/rw/write,probability=1,failinfo=28"], seconds: 4)
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        let log = try onlyWalk(in: state)
+        expectSameWalk(log, as: healthy, "full disk")
+        let failed = log.events.filter { $0.kind == .storageFailed }
+        #expect(failed.count == 1 && failed[0].message?.contains("No space left on device") == true, "\(log.events)")
+        #expect(log.events.filter { $0.kind == .storageRecovered }.count == 1)
+    }
+
+    @Test func ioErrorsOnWriteAndFsyncLoseNothing() async throws {
+        let capture = try walkCapture()
+        let healthy = try await control(capture)
+        let state = directory + "/eio"
+        // A third of writes and of fsyncs fail with EIO for 4 s.
+        let outcome = try await record(
+            capture, state: state,
+            faults: [
+                "name=posix/io/rw/write,probability=0.3,failinfo=5", "name=posix/io/sync/fsync,probability=0.3,failinfo=5",
+            ], seconds: 4)
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        let log = try onlyWalk(in: state)
+        expectSameWalk(log, as: healthy, "EIO")
+        #expect(log.events.contains { $0.kind == .storageFailed && $0.message?.contains("Input/output error") == true })
+    }
+
+    @Test func stateDirectoryRemovedWhileRecordingIsWrittenAnew() async throws {
+        let capture = try walkCapture()
+        let healthy = try await control(capture)
+        let state = directory + "/removed"
+        let gpsd = try GPSFake(capture: capture, delay: 0.01, in: directory)
+        let recorder = try Child(
+            Harness.fieldlog, ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state], in: directory)
+        var removed = false
+        while recorder.isRunning {
+            if !removed, let log = try? JournalStore(directory: state).walkIDs().first.map({ try JournalStore(directory: state).read($0) }),
+                log.milestones.count >= 3
+            {
+                try FileManager.default.removeItem(atPath: state)
+                removed = true
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        await gpsd.wait()
+        #expect(removed)
+        let outcome = recorder.reap()
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        expectSameWalk(try onlyWalk(in: state), as: healthy, "directory removed")
+    }
+}

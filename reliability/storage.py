@@ -1,0 +1,184 @@
+#!/usr/bin/python3
+"""Storage faults under a recording walk, with figures.
+
+    reliability/storage.py FIELDLOG [--trials N]
+
+Replays one generated walk (bench/walk.py) through a private gpsd (gpsfake) into `fieldlog run --once`,
+first on healthy storage (the control), then N times per fault, each time with the fault switched on at a
+random moment and off again some seconds later:
+
+  enospc   every write(2) fails with ENOSPC (libfiu in the running process, fiu-ctrl to switch)
+  eio      a third of write(2) and fsync(2) calls fail with EIO
+  erofs    every write(2) fails with EROFS (a card that turned read-only)
+  tmpfs    a real full disk: the state directory on a 1 MiB tmpfs in a private mount namespace, filled by
+           another file, which is removed later
+  removed  the state directory removed (rm -rf) while recording
+
+After each trial the journal is compared with the control: fixes and milestones lost, duplicated or
+corrupt, and whether the process ever exited early. Prints one table row per fault.
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def journal(state):
+    """(fix keys, milestone indices, damaged lines, events) of the one walk in `state`."""
+    names = [n for n in os.listdir(state) if n.startswith("walk-") and n.endswith(".jsonl")]
+    if len(names) != 1:
+        raise RuntimeError(f"{len(names)} walks in {state}")
+    fixes, milestones, damaged, events = [], [], 0, []
+    with open(os.path.join(state, names[0]), "rb") as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                damaged += 1
+                continue
+            kind = record.get("type")
+            if kind == "fix":
+                fixes.append((record["time"], record["lat"], record["lon"]))
+            elif kind == "milestone":
+                milestones.append(record["index"])
+            elif kind == "event":
+                events.append(record.get("event"))
+    return fixes, milestones, damaged, events
+
+
+class Trial:
+    def __init__(self, fieldlog, capture, work, delay):
+        self.fieldlog, self.capture, self.work, self.delay = fieldlog, capture, work, delay
+
+    def gpsfake(self, port):
+        return subprocess.Popen(
+            ["gpsfake", "-1", "-p", "-q", "-c", str(self.delay), "-P", str(port), self.capture],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def run(self, state, fault=None, on_at=0.0, off_at=0.0):
+        """Records the walk into `state` with `fault` switched on `on_at` s and off `off_at` s after start.
+        Returns the process's exit status."""
+        port = free_port()
+        gpsd = self.gpsfake(port)
+        command = [self.fieldlog, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", state]
+        env = dict(os.environ, FIELDLOG_CONFIG="/dev/null")
+        log = open(os.path.join(self.work, "fieldlog.log"), "ab")
+        if fault in ("enospc", "eio", "erofs"):
+            command = ["fiu-run", "-x"] + command
+        if fault == "tmpfs":
+            os.makedirs(state, exist_ok=True)
+            script = (
+                f"mount -t tmpfs -o size=1m tmpfs {state} && "
+                f"head -c 1048576 /dev/zero > {state}/.filler 2>/dev/null; "
+                f'"$@" & pid=$!; sleep {off_at}; rm -f {state}/.filler; wait $pid; status=$?; '
+                f"cp -a {state} {state}.out; exit $status")
+            command = ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh"] + command
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, env=env)
+        points = {
+            "enospc": ["name=posix/io/rw/write,failinfo=28"],
+            "erofs": ["name=posix/io/rw/write,failinfo=30"],
+            "eio": ["name=posix/io/rw/write,probability=0.3,failinfo=5", "name=posix/io/sync/fsync,probability=0.3,failinfo=5"],
+        }.get(fault, [])
+        start = time.monotonic()
+        state_on = False
+        switched = False
+        while process.poll() is None:
+            now = time.monotonic() - start
+            if points and not state_on and not switched and now >= on_at:
+                for point in points:
+                    command = "enable_random " + point if "probability" in point else "enable " + point
+                    subprocess.run(["fiu-ctrl", "-c", command, str(process.pid)], check=False)
+                state_on = True
+            if points and state_on and now >= off_at:
+                for point in points:
+                    subprocess.run(["fiu-ctrl", "-c", "disable " + point.split(",")[0], str(process.pid)], check=False)
+                state_on, switched = False, True
+            if fault == "removed" and not switched and now >= on_at and os.path.isdir(state):
+                shutil.rmtree(state, ignore_errors=True)
+                switched = True
+            time.sleep(0.05)
+        gpsd.wait()
+        if fault == "tmpfs" and os.path.isdir(state + ".out"):
+            shutil.rmtree(state)
+            os.rename(state + ".out", state)
+        return process.returncode, switched or fault == "tmpfs"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("fieldlog")
+    parser.add_argument("--trials", type=int, default=5, help="trials per fault (default 5)")
+    parser.add_argument("--minutes", type=float, default=10, help="length of the generated walk (default 10)")
+    parser.add_argument("--faults", default="enospc,eio,erofs,tmpfs,removed")
+    arguments = parser.parse_args()
+    random.seed(7)
+    work = tempfile.mkdtemp(prefix="fieldlog-storage-")
+    capture = os.path.join(work, "walk.nmea")
+    subprocess.run([sys.executable, os.path.join(REPO, "bench/walk.py"), str(arguments.minutes / 60), capture], check=True)
+    delay = 0.01
+    trial = Trial(os.path.abspath(arguments.fieldlog), capture, work, delay)
+    control_state = os.path.join(work, "control")
+    started = time.monotonic()
+    status, _ = trial.run(control_state)
+    replay = time.monotonic() - started
+    control_fixes, control_milestones, _, _ = journal(control_state)
+    print(f"control: {len(control_fixes)} fixes, {len(control_milestones)} milestones, replay {replay:.1f} s")
+    print()
+    print("| fault | trials | fault on (s, of the replay) | exits early | fixes lost | fixes twice | milestones lost | milestones twice | corrupt lines | storage_failed/recovered journaled |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    failures = 0
+    for fault in arguments.faults.split(","):
+        totals = dict(early=0, lost=0, twice=0, mlost=0, mtwice=0, corrupt=0, noted=0)
+        spans = []
+        for number in range(arguments.trials):
+            on_at = random.uniform(0.5, replay * 0.5)
+            off_at = on_at + random.uniform(1, replay * 0.3)
+            if fault == "tmpfs":
+                on_at, off_at = 0, random.uniform(1, replay * 0.6)
+            state = os.path.join(work, f"{fault}-{number}")
+            status, happened = trial.run(state, fault, on_at, off_at)
+            spans.append(off_at - on_at)
+            if status != 0 or not happened:
+                totals["early"] += 1
+            try:
+                fixes, milestones, damaged, events = journal(state)
+            except (OSError, RuntimeError) as error:
+                print(f"  {fault} trial {number}: {error}", file=sys.stderr)
+                totals["early"] += 1
+                continue
+            totals["lost"] += len(set(control_fixes) - set(fixes))
+            totals["twice"] += len(fixes) - len(set(fixes))
+            totals["mlost"] += len(set(control_milestones) - set(milestones))
+            totals["mtwice"] += len(milestones) - len(set(milestones))
+            totals["corrupt"] += damaged
+            if fault == "removed" or ("storage_failed" in events and "storage_recovered" in events):
+                totals["noted"] += 1
+        bad = totals["early"] + totals["lost"] + totals["twice"] + totals["mlost"] + totals["mtwice"] + totals["corrupt"]
+        failures += bad
+        span = f"{min(spans):.1f}-{max(spans):.1f}" if spans else "-"
+        print(f"| {fault} | {arguments.trials} | {span} | {totals['early']} | {totals['lost']} | {totals['twice']} | "
+              f"{totals['mlost']} | {totals['mtwice']} | {totals['corrupt']} | {totals['noted']}/{arguments.trials} |")
+    shutil.rmtree(work, ignore_errors=True)
+    print()
+    print("storage faults: " + ("all survived" if failures == 0 else f"{failures} failures"))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
