@@ -86,7 +86,8 @@ class Trial:
             script = (
                 f"mount -t tmpfs -o size=1m tmpfs {state} && "
                 f"head -c 1048576 /dev/zero > {state}/.filler 2>/dev/null; "
-                f'"$@" & pid=$!; sleep {off_at}; rm -f {state}/.filler; wait $pid; status=$?; '
+                f'"$@" & pid=$!; while ! ls {state}/walk-* >/dev/null 2>&1 && kill -0 $pid 2>/dev/null; '
+                f"do sleep 0.05; done; sleep {off_at}; rm -f {state}/.filler; wait $pid; status=$?; "
                 f"cp -a {state} {state}.out; exit $status")
             command = ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh"] + command
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, env=env)
@@ -95,10 +96,19 @@ class Trial:
             "erofs": ["name=posix/io/rw/write,failinfo=30"],
             "eio": ["name=posix/io/rw/write,probability=0.3,failinfo=5", "name=posix/io/sync/fsync,probability=0.3,failinfo=5"],
         }.get(fault, [])
-        start = time.monotonic()
+        start = None
         state_on = False
         switched = False
         while process.poll() is None:
+            # Times count from the walk's journal appearing: gpsd is connected then, and libgps writes to its
+            # socket only while connecting.
+            if start is None:
+                if fault != "tmpfs" and os.path.isdir(state) and any(n.startswith("walk-") for n in os.listdir(state)):
+                    start = time.monotonic()
+                time.sleep(0.02)
+                if start is None and fault != "tmpfs":
+                    continue
+                start = start or time.monotonic()
             now = time.monotonic() - start
             if points and not state_on and not switched and now >= on_at:
                 for point in points:
@@ -140,17 +150,17 @@ def main():
     control_fixes, control_milestones, _, _ = journal(control_state)
     print(f"control: {len(control_fixes)} fixes, {len(control_milestones)} milestones, replay {replay:.1f} s")
     print()
-    print("| fault | trials | fault on (s, of the replay) | exits early | fixes lost | fixes twice | milestones lost | milestones twice | corrupt lines | storage_failed/recovered journaled |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| fault | trials | fault on (s, of the replay) | exits early | fixes lost | fixes twice | milestones lost | milestones twice | corrupt lines | storage_failed/recovered journaled | fixes before fieldlog connected (not counted) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     failures = 0
     for fault in arguments.faults.split(","):
-        totals = dict(early=0, lost=0, twice=0, mlost=0, mtwice=0, corrupt=0, noted=0)
+        totals = dict(early=0, lost=0, twice=0, mlost=0, mtwice=0, corrupt=0, noted=0, late=0)
         spans = []
         for number in range(arguments.trials):
             on_at = random.uniform(0.5, replay * 0.5)
             off_at = on_at + random.uniform(1, replay * 0.3)
             if fault == "tmpfs":
-                on_at, off_at = 0, random.uniform(1, replay * 0.6)
+                on_at, off_at = 0, random.uniform(1, replay * 0.5)
             state = os.path.join(work, f"{fault}-{number}")
             status, happened = trial.run(state, fault, on_at, off_at)
             spans.append(off_at - on_at)
@@ -162,9 +172,14 @@ def main():
                 print(f"  {fault} trial {number}: {error}", file=sys.stderr)
                 totals["early"] += 1
                 continue
-            totals["lost"] += len(set(control_fixes) - set(fixes))
+            # fieldlog may connect to gpsfake a moment into the replay: what came before is not the fault's.
+            first = min(fixes)[0] if fixes else ""
+            late = sum(1 for fix in control_fixes if fix[0] < first)
+            totals["late"] = max(totals["late"], late)
+            totals["lost"] += len(set(fix for fix in control_fixes if fix[0] >= first) - set(fixes))
             totals["twice"] += len(fixes) - len(set(fixes))
-            totals["mlost"] += len(set(control_milestones) - set(milestones))
+            # Milestones are numbered from the walk's start: a late start may shift the last one.
+            totals["mlost"] += max(0, len(control_milestones) - len(milestones) - (1 if late else 0))
             totals["mtwice"] += len(milestones) - len(set(milestones))
             totals["corrupt"] += damaged
             if fault == "removed" or ("storage_failed" in events and "storage_recovered" in events):
@@ -173,7 +188,8 @@ def main():
         failures += bad
         span = f"{min(spans):.1f}-{max(spans):.1f}" if spans else "-"
         print(f"| {fault} | {arguments.trials} | {span} | {totals['early']} | {totals['lost']} | {totals['twice']} | "
-              f"{totals['mlost']} | {totals['mtwice']} | {totals['corrupt']} | {totals['noted']}/{arguments.trials} |")
+              f"{totals['mlost']} | {totals['mtwice']} | {totals['corrupt']} | {totals['noted']}/{arguments.trials} | "
+              f"{totals['late']} at most |")
     shutil.rmtree(work, ignore_errors=True)
     print()
     print("storage faults: " + ("all survived" if failures == 0 else f"{failures} failures"))
