@@ -41,11 +41,16 @@ struct StorageFaultTests {
 
     /// Runs the walk under `fiu-run`, with `faults` switched on (fiu-ctrl) once the walk's journal exists,
     /// that is once gpsd is connected (libgps writes to its socket only then), and off `seconds` later.
-    func record(_ capture: String, state: String, faults: [String], seconds: Double) async throws -> Outcome {
+    /// With `photos`, milestones are looked up in demo/photos (far from this walk: "none nearby").
+    func record(_ capture: String, state: String, faults: [String], seconds: Double, photos: Bool = false) async throws
+        -> Outcome
+    {
         let gpsd = try GPSFake(capture: capture, delay: 0.01, in: directory)
-        let recorder = try Child(
-            "/usr/bin/fiu-run", ["-x", Harness.fieldlog, "run", "--once", "--gpsd", gpsd.address, "--state-dir", state],
-            in: directory)
+        var arguments = ["-x", Harness.fieldlog, "run", "--once", "--gpsd", gpsd.address, "--state-dir", state]
+        if photos {
+            arguments += ["--photos-dir", Harness.repository + "/demo/photos", "--cache-dir", state + "-cache"]
+        }
+        let recorder = try Child("/usr/bin/fiu-run", arguments, in: directory)
         var switchedOn: Date?
         var switchedOff = false
         while recorder.isRunning && !switchedOff {
@@ -93,13 +98,15 @@ struct StorageFaultTests {
         let state = directory + "/full"
         // Every write fails with ENOSPC for 4 s of a 12 s replay.
         let outcome = try await record(
-            capture, state: state, faults: ["name=posix/io/rw/write,probability=1,failinfo=28"], seconds: 4)
+            capture, state: state, faults: ["name=posix/io/rw/write,probability=1,failinfo=28"], seconds: 4, photos: true)
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let log = try onlyWalk(in: state)
         try expectNothingLost(log, against: healthy, "full disk")
         let failed = log.events.filter { $0.kind == .storageFailed }
         #expect(failed.count == 1 && failed[0].message?.contains("No space left on device") == true, "\(log.events)")
         #expect(log.events.filter { $0.kind == .storageRecovered }.count == 1)
+        // Milestones reached while the disk was full were looked up all the same; their outcomes were held too.
+        #expect(log.pendingMilestones.isEmpty, "\(log.pendingMilestones.map(\.index))")
     }
 
     @Test func ioErrorsOnWriteAndFsyncLoseNothing() async throws {
