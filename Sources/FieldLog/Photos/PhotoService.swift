@@ -129,11 +129,7 @@ public struct PhotoService: Service {
             } else if arrivals.isFinished {
                 return
             } else {
-                await withTaskCancellationHandler {
-                    await arrivals.wait()
-                } onCancel: {
-                    arrivals.wake()
-                }
+                await arrivals.wait()
                 continue
             }
             do {
@@ -152,7 +148,10 @@ public struct PhotoService: Service {
                 logger.error("photo source \(sourceName) unusable: \(error.message); milestones stay pending")
                 recorder.note(.photoSourceUnavailable, message: error.message)
                 // Keep draining the stream so nothing blocks; journaled milestones stay pending.
-                while !arrivals.isFinished { _ = arrivals.take(); await arrivals.wait() }
+                while !arrivals.isFinished && !Task.isCancelled {
+                    _ = arrivals.take()
+                    await arrivals.wait()
+                }
                 return
             } catch {
                 if !failing {
@@ -227,6 +226,7 @@ private final class Arrivals: @unchecked Sendable {
     private let lock = NSLock()
     private var items: [PhotoService.Pending] = []
     private var finished = false
+    private var cancelled = false
     private var waiter: CheckedContinuation<Void, Never>?
 
     func put(_ item: PhotoService.Pending) {
@@ -243,11 +243,6 @@ private final class Arrivals: @unchecked Sendable {
         }?.resume()
     }
 
-    /// Lets a waiting `wait()` return (on cancellation).
-    func wake() {
-        lock.withLock { waiter.take() }?.resume()
-    }
-
     var isFinished: Bool { lock.withLock { finished && items.isEmpty } }
 
     func take() -> [PhotoService.Pending] {
@@ -257,15 +252,23 @@ private final class Arrivals: @unchecked Sendable {
         }
     }
 
-    /// Returns when an item arrives or the stream ends (at once if either already happened).
+    /// Returns when an item arrives, the stream ends or the task is cancelled (at once if one already
+    /// happened).
     func wait() async {
-        await withCheckedContinuation { continuation in
-            let ready: Bool = lock.withLock {
-                if !items.isEmpty || finished { return true }
-                waiter = continuation
-                return false
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let ready: Bool = lock.withLock {
+                    if !items.isEmpty || finished || cancelled { return true }
+                    waiter = continuation
+                    return false
+                }
+                if ready { continuation.resume() }
             }
-            if ready { continuation.resume() }
+        } onCancel: {
+            lock.withLock {
+                cancelled = true
+                return waiter.take()
+            }?.resume()
         }
     }
 }
