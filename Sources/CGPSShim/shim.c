@@ -1,7 +1,9 @@
 #include "CGPSShim.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <gps.h>
@@ -16,6 +18,9 @@
 struct cgps_session {
     struct gps_data_t data;
     char message[16384];
+    // The last read found no whole line: libgps's own gps_waiting would then say "data waiting" at once
+    // (its buffer is not empty) and the reader would spin, so the next wait polls the socket instead.
+    bool partial;
 };
 
 cgps_session *cgps_open(const char *host, const char *port, int *error) {
@@ -37,6 +42,12 @@ cgps_session *cgps_open(const char *host, const char *port, int *error) {
         free(session);
         return NULL;
     }
+    // Never block inside gps_read on a line that does not end (a hostile or broken peer): libgps returns
+    // 0 for "nothing yet" on a non-blocking socket.
+    int flags = fcntl(session->data.gps_fd, F_GETFL);
+    if (flags != -1) {
+        (void)fcntl(session->data.gps_fd, F_SETFL, flags | O_NONBLOCK);
+    }
     *error = 0;
     return session;
 }
@@ -49,6 +60,18 @@ const char *cgps_error_text(int error) {
 }
 
 int cgps_wait(cgps_session *session, int timeout_us) {
+    if (session->partial) {
+        struct pollfd fd = {.fd = session->data.gps_fd, .events = POLLIN};
+        int ready = poll(&fd, 1, timeout_us / 1000);
+        if (ready < 0) {
+            return errno == EINTR ? 0 : -1;
+        }
+        if (ready == 0) {
+            return 0;
+        }
+        session->partial = false;
+        return 1;
+    }
     errno = 0;
     if (gps_waiting(&session->data, timeout_us)) {
         return 1;
@@ -66,10 +89,30 @@ int cgps_read(cgps_session *session, cgps_fix *out) {
     data->set = 0;
     session->message[0] = '\0';
     int status = gps_read(data, session->message, (int)sizeof(session->message));
+    session->partial = status == 0;
     if (status < 0) {
         return CGPS_READ_GONE;
     }
-    if (status == 0 || strstr(session->message, "\"class\":\"TPV\"") == NULL) {
+    if (status == 0) {
+        return CGPS_READ_NONE;
+    }
+    // libgps ignores what it cannot parse, and fills fields from the start of a cut-off line: only a
+    // whole JSON object counts as a message, so that garbage and torn lines never become a fix.
+    size_t length = strlen(session->message);
+    while (length > 0 && (session->message[length - 1] == '\r' || session->message[length - 1] == ' ')) {
+        length--;
+    }
+    if (strncmp(session->message, "{\"class\":\"", 10) != 0 || session->message[length - 1] != '}') {
+        return CGPS_READ_BAD;
+    }
+    // libgps sets no data bit for an object it could not parse (a wrong type, an unknown class).
+    if ((data->set & ~(PACKET_SET | ONLINE_SET)) == 0) {
+        return CGPS_READ_BAD;
+    }
+    if ((data->set & VERSION_SET) != 0) {
+        return CGPS_READ_VERSION;
+    }
+    if (strstr(session->message, "\"class\":\"TPV\"") == NULL) {
         return CGPS_READ_OTHER;
     }
     if ((data->set & MODE_SET) == 0) {
@@ -89,6 +132,10 @@ int cgps_read(cgps_session *session, cgps_fix *out) {
     out->eph = finite_or_nan(fix->eph);
     out->speed = finite_or_nan(fix->speed);
     return CGPS_READ_FIX;
+}
+
+int cgps_probe(cgps_session *session) {
+    return gps_send(&session->data, "?VERSION;\n") == 0 ? 0 : -1;
 }
 
 void cgps_close(cgps_session *session) {
