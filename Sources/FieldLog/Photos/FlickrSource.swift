@@ -115,8 +115,15 @@ public struct FlickrSource: PhotoSource {
             ("extras", "geo,owner_name,license,date_taken,path_alias,url_n,url_z,url_l"),
             ("per_page", "100"), ("format", "json"), ("nojsoncallback", "1"),
         ]
-        let body = try await fetch(endpoint + "?" + Self.encode(query), what: "Flickr search",
+        let body: [UInt8]
+        do {
+            body = try await fetch(endpoint + "?" + Self.encode(query), what: "Flickr search",
                                    timeout: timeout, limit: Self.searchBodyLimit)
+        } catch where error.kind == .permanent {
+            // A search that fails is retried, whatever the status (a captive portal's redirect, a proxy's
+            // 403): giving up would lose the milestone's photo, and only an image can be rejected.
+            throw PhotoSourceError(.temporary, error.message)
+        }
         return try decodeSearch(body)
     }
 
