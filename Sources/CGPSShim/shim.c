@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <gps.h>
 
 // gpsd 3.23.1 renamed STATUS_DGPS_FIX to STATUS_DGPS without bumping the API version.
@@ -14,6 +15,8 @@
 #else
 #define CGPS_STATUS_DGPS STATUS_DGPS
 #endif
+
+static int cgps_send(cgps_session *session, const char *command);
 
 struct cgps_session {
     struct gps_data_t data;
@@ -34,9 +37,10 @@ cgps_session *cgps_open(const char *host, const char *port, int *error) {
         free(session);
         return NULL;
     }
-    // gpsd 3.25 changed the types of both arguments (watch_t, const char *); this call is valid C for
-    // every version, which is why it lives here and not in Swift.
-    if (gps_stream(&session->data, WATCH_ENABLE | WATCH_JSON, NULL) != 0) {
+    // Our own send, not gps_stream/gps_send: their write(2) raises SIGPIPE, which kills the process, when
+    // the peer has already reset the connection (a gpsd that dies at once, or anything else on the port).
+    // It also sidesteps gps_stream's signature change in gpsd 3.25.
+    if (cgps_send(session, "?WATCH={\"enable\":true,\"json\":true};\n") != 0) {
         *error = errno;
         gps_close(&session->data);
         free(session);
@@ -134,15 +138,22 @@ int cgps_read(cgps_session *session, cgps_fix *out) {
     return CGPS_READ_FIX;
 }
 
+static int cgps_send(cgps_session *session, const char *command) {
+    size_t length = strlen(command);
+    ssize_t sent = send(session->data.gps_fd, command, length, MSG_NOSIGNAL);
+    return sent == (ssize_t)length ? 0 : -1;
+}
+
 int cgps_probe(cgps_session *session) {
-    return gps_send(&session->data, "?VERSION;\n") == 0 ? 0 : -1;
+    return cgps_send(session, "?VERSION;\n");
 }
 
 void cgps_close(cgps_session *session) {
     if (session == NULL) {
         return;
     }
-    gps_stream(&session->data, WATCH_DISABLE, NULL);
+    // No ?WATCH={"enable":false}: gpsd forgets a watcher when its connection closes, and a write to a
+    // connection gpsd has dropped would raise SIGPIPE.
     gps_close(&session->data);
     free(session);
 }

@@ -86,6 +86,26 @@ struct GPSDFaultTests {
             await server.stop()
         }
     }
+    /// A server that says VERSION and drops the connection at once (resetting it, with fieldlog's WATCH
+    /// unread), over and over: fieldlog's writes to it once raised SIGPIPE and killed the process.
+    @Test func aServerThatDropsEveryConnectionNeverKillsFieldlog() async throws {
+        let server = try await ScriptedServer.start { number in
+            number % 2 == 0 ? [.close] : [.send(GPSDFaultTests.version), .close]
+        }
+        let recorder = try Child(
+            Harness.fieldlog, ["run", "--gpsd", "127.0.0.1:\(server.port)", "--state-dir", directory + "/state"],
+            in: directory)
+        let deadline = Date().addingTimeInterval(60)
+        while server.connections < 4 && recorder.isRunning && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(recorder.isRunning, "fieldlog died: \(recorder.reap().status)")
+        recorder.signal(SIGTERM)
+        let outcome = await recorder.wait(timeout: 20)
+        #expect(outcome.status == 0, "\(outcome.status): \(outcome.stderr)")
+        #expect(server.connections >= 4)
+        await server.stop()
+    }
 }
 
 /// A real gpsd (no gpsfake), started and killed by the test, with its control socket for adding and removing
