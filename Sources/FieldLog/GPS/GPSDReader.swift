@@ -164,7 +164,8 @@ public final class GPSDReader: Sendable {
                     ending.answered = true
                     try emit(.connected)
                 }
-            case Int32(CGPS_READ_OTHER), Int32(CGPS_READ_FIX) where ending.answered:
+            case Int32(CGPS_READ_OTHER), Int32(CGPS_READ_FIX):
+                guard ending.answered else { continue }
                 lastAnswer = clock.now
                 probed = false
                 if kind == Int32(CGPS_READ_FIX), let fix = Fix(raw) {
