@@ -6,7 +6,9 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netdb.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <gps.h>
 
 // gpsd 3.23.1 renamed STATUS_DGPS_FIX to STATUS_DGPS without bumping the API version.
@@ -18,6 +20,9 @@
 
 static int cgps_send(cgps_session *session, const char *command);
 
+// Errors of our own (an errno) are told apart from libgps's small negative NL_* codes.
+#define CGPS_ERRNO_BASE (-1000)
+
 struct cgps_session {
     struct gps_data_t data;
     char message[16384];
@@ -26,10 +31,55 @@ struct cgps_session {
     bool partial;
 };
 
+// libgps connects with a blocking connect(2): to an address that drops packets (a gpsd host off the
+// network, a full listen queue) it blocks for a minute or more, and with it the reader, its stop and any
+// reconnect. So the address is tried first with a deadline: 0 when it accepts, else an errno.
+static int cgps_reachable(const char *host, const char *port, int timeout_ms) {
+    struct addrinfo hints;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    struct addrinfo *addresses = NULL;
+    if (getaddrinfo(host, port, &hints, &addresses) != 0) {
+        return EHOSTUNREACH;
+    }
+    int result = ECONNREFUSED;
+    for (struct addrinfo *address = addresses; address != NULL && result != 0; address = address->ai_next) {
+        int fd = socket(address->ai_family, address->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, address->ai_protocol);
+        if (fd < 0) {
+            continue;
+        }
+        if (connect(fd, address->ai_addr, address->ai_addrlen) == 0) {
+            result = 0;
+        } else if (errno == EINPROGRESS) {
+            struct pollfd ready = {.fd = fd, .events = POLLOUT};
+            int failure = 0;
+            socklen_t length = sizeof(failure);
+            if (poll(&ready, 1, timeout_ms) != 1) {
+                result = ETIMEDOUT;
+            } else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &failure, &length) == 0 && failure == 0) {
+                result = 0;
+            } else {
+                result = failure != 0 ? failure : ECONNREFUSED;
+            }
+        } else {
+            result = errno;
+        }
+        close(fd);
+    }
+    freeaddrinfo(addresses);
+    return result;
+}
+
 cgps_session *cgps_open(const char *host, const char *port, int *error) {
+    int unreachable = cgps_reachable(host, port, 2000);
+    if (unreachable != 0) {
+        *error = CGPS_ERRNO_BASE - unreachable;
+        return NULL;
+    }
     cgps_session *session = calloc(1, sizeof(*session));
     if (session == NULL) {
-        *error = -ENOMEM;
+        *error = CGPS_ERRNO_BASE - ENOMEM;
         return NULL;
     }
     if (gps_open(host, port, &session->data) != 0) {
@@ -41,7 +91,7 @@ cgps_session *cgps_open(const char *host, const char *port, int *error) {
     // the peer has already reset the connection (a gpsd that dies at once, or anything else on the port).
     // It also sidesteps gps_stream's signature change in gpsd 3.25.
     if (cgps_send(session, "?WATCH={\"enable\":true,\"json\":true};\n") != 0) {
-        *error = errno;
+        *error = CGPS_ERRNO_BASE - errno;
         gps_close(&session->data);
         free(session);
         return NULL;
@@ -57,10 +107,14 @@ cgps_session *cgps_open(const char *host, const char *port, int *error) {
 }
 
 const char *cgps_error_text(int error) {
-    if (error == -ENOMEM) {
-        return "out of memory";
+    if (error > CGPS_ERRNO_BASE) {
+        return gps_errstr(error);
     }
-    return gps_errstr(error);
+    switch (CGPS_ERRNO_BASE - error) {
+    case ETIMEDOUT: return "no answer to connect within 2 s";
+    case EHOSTUNREACH: return "address not found or unreachable";
+    default: return strerror(CGPS_ERRNO_BASE - error);
+    }
 }
 
 int cgps_wait(cgps_session *session, int timeout_us) {

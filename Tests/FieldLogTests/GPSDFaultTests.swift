@@ -86,6 +86,41 @@ struct GPSDFaultTests {
             await server.stop()
         }
     }
+    /// An address that drops connection attempts (here a listen queue kept full; a gpsd host off the network
+    /// behaves alike): libgps's blocking connect held the reader for over a minute, deaf to stop().
+    @Test func anAddressThatDropsConnectsNeverHoldsTheReader() async throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                _ = bind(listener, $0, length)
+                _ = getsockname(listener, $0, &length)
+            }
+        }
+        listen(listener, 0)
+        // Never accepted: once the queue is full, further SYNs are dropped.
+        var fillers: [Int32] = []
+        defer { fillers.forEach { close($0) } }
+        for _ in 0..<3 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ = connect(fd, $0, length) }
+            }
+            fillers.append(fd)
+        }
+        let port = UInt16(bigEndian: address.sin_port)
+        let events = try await read(port: port, timeout: 40) { $0.contains(where: Self.isLoss) }
+        guard case let .disconnected(reason)? = events.first else {
+            Issue.record("no loss reported while connect hangs: \(events)")
+            return
+        }
+        #expect(reason.contains("within 2 s"), "\(reason)")
+    }
+
     /// A server that says VERSION and drops the connection at once (resetting it, with fieldlog's WATCH
     /// unread), over and over: fieldlog's writes to it once raised SIGPIPE and killed the process.
     @Test func aServerThatDropsEveryConnectionNeverKillsFieldlog() async throws {
@@ -211,7 +246,7 @@ struct RealGPSDFaultTests {
         let capture = directory + "/walk.nmea"
         try walk.write(to: capture)
         // 25 epochs of GPS time per second: an outage of a second is a gap of 25 s, above --gap 5.
-        let receiver = try Child("/usr/bin/python3", [Harness.repository + "/Tests/FieldLogTests/Support/nmea_pty.py", capture, "0.02", directory + "/receiver"],
+        let receiver = try Child("/usr/bin/python3", [Harness.fixtures + "/nmea_pty.py", capture, "0.02", directory + "/receiver"],
             in: directory)
         defer { receiver.reap() }
         var device = ""

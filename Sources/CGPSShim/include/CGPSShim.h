@@ -31,7 +31,8 @@ enum {
     CGPS_READ_VERSION = 3,  // gpsd's VERSION: what it sends first on every connection, and answers to a probe
 };
 
-/// Connects and asks for JSON watch reports. Returns NULL and sets *error (a libgps code) on failure.
+/// Connects (giving up after 2 s without an answer) and asks for JSON watch reports. Returns NULL and
+/// sets *error (for cgps_error_text) on failure.
 cgps_session *cgps_open(const char *host, const char *port, int *error);
 /// Human-readable text for a libgps error code from cgps_open.
 const char *cgps_error_text(int error);
