@@ -299,6 +299,8 @@ struct RealGPSDFaultTests {
         let log = try #require(logs.first)
         #expect(log.damagedLines.isEmpty)
         #expect(log.segments.count >= 2, "each outage is a segment: \(log.segments)")
+        print("receiver removed/re-added, gpsd killed/restarted: \(log.points.count) fixes, segment gaps (GPS s) "
+            + "\(log.segments.map { Int($0.gap) }), events \(log.events.map(\.kind.rawValue))")
         let times = log.points.map(\.fix.time)
         #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 })
         let kinds = log.events.map(\.kind)
