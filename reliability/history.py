@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -83,7 +84,8 @@ def run_walk(fieldlog, state, work):
     command = ["/usr/bin/time", "-f", "peak %M", fieldlog, "run", "--gpsd", f"127.0.0.1:{port}", "--state-dir", state,
                "--photos-dir", os.path.join(REPO, "demo/photos"), "--cache-dir", os.path.join(work, "cache")]
     started = time.monotonic()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    # A session of its own: SIGINT goes to fieldlog too, not only to /usr/bin/time (which ignores it).
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True)
     ready = served = None
     log = []
     for raw in process.stderr:
@@ -95,7 +97,7 @@ def run_walk(fieldlog, state, work):
         # milestones have photos, which must come before the backlog's.
         if "milestone 4: photo" in line:
             served = time.monotonic() - started
-            process.send_signal(2)
+            os.killpg(process.pid, signal.SIGINT)
     process.wait()
     gpsd.kill()
     peak = next((int(l.split()[1]) / 1024 for l in log if l.startswith("peak ")), float("nan"))

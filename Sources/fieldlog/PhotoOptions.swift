@@ -21,6 +21,9 @@ struct PhotoOptions: ParsableArguments {
     @Option(help: "Flickr REST endpoint (https; plain http only on loopback).")
     var flickrEndpoint: String = FlickrSource.defaultEndpoint
 
+    @Option(help: "Also trust the CA certificate(s) in this PEM file for Flickr and its images (a test server, a proxy).")
+    var flickrCaFile: String?
+
     @Option(help: "Flickr calls (searches and downloads) per hour at most: up to 3599 for Flickr itself, which allows 3600 per key; any for another endpoint.")
     var flickrRate: Int = 3000
 
@@ -67,7 +70,7 @@ struct PhotoOptions: ParsableArguments {
             name = "local"
         } else if let key = try apiKey() {
             source = try FlickrSource(
-                apiKey: key, endpoint: flickrEndpoint, budget: RequestBudget(perHour: flickrRate),
+                apiKey: key, endpoint: flickrEndpoint, caFile: flickrCaFile, budget: RequestBudget(perHour: flickrRate),
                 thumbnailSize: thumbSize)
             name = "flickr"
         } else {

@@ -19,7 +19,7 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
     /// Every option but --once (a replay switch the command line could not turn off again) and --config.
     static let configKeys: Set<String> = [
         "gpsd", "state-dir", "every", "gap", "idle-gap", "max-eph", "max-speed", "min-step", "photos-dir",
-        "api-key-file", "flickr-endpoint", "flickr-rate", "cache-dir", "cache-max", "thumb-size", "photo-retry-max",
+        "api-key-file", "flickr-endpoint", "flickr-ca-file", "flickr-rate", "cache-dir", "cache-max", "thumb-size", "photo-retry-max",
         "log-level",
     ]
 
@@ -65,6 +65,7 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
             "gpsd": gpsd.description, "state-dir": stateDirectory.path, "every": "\(every)", "gap": "\(gap)",
             "idle-gap": "\(idleGap)", "max-eph": "\(maxEph)", "max-speed": "\(maxSpeed)", "min-step": "\(minStep)",
             "photos-dir": photos.photosDir, "api-key-file": photos.apiKeyFile, "flickr-endpoint": photos.flickrEndpoint,
+            "flickr-ca-file": photos.flickrCaFile,
             "flickr-rate": "\(photos.flickrRate)", "cache-dir": photos.cacheDir, "cache-max": "\(photos.cacheMax)",
             "thumb-size": "\(photos.thumbSize)", "photo-retry-max": "\(photos.photoRetryMax)", "log-level": "\(logLevel)",
         ]

@@ -23,12 +23,16 @@ typedef struct {
 } cgps_fix;
 
 enum {
-    CGPS_READ_GONE = -1,    // gpsd closed the connection or the socket failed
-    CGPS_READ_OTHER = 0,    // a partial or non-TPV message; nothing to report
-    CGPS_READ_FIX = 1,      // `out` holds a TPV report
+    CGPS_READ_BAD = -2,     // a line that is not a whole gpsd JSON object (nothing to report)
+    CGPS_READ_GONE = -1,    // gpsd closed the connection, the socket failed, or a line overflowed libgps
+    CGPS_READ_NONE = 0,     // no whole line yet
+    CGPS_READ_OTHER = 1,    // a gpsd message other than a TPV report
+    CGPS_READ_FIX = 2,      // `out` holds a TPV report
+    CGPS_READ_VERSION = 3,  // gpsd's VERSION: what it sends first on every connection, and answers to a probe
 };
 
-/// Connects and asks for JSON watch reports. Returns NULL and sets *error (a libgps code) on failure.
+/// Connects (giving up after 2 s without an answer) and asks for JSON watch reports. Returns NULL and
+/// sets *error (for cgps_error_text) on failure.
 cgps_session *cgps_open(const char *host, const char *port, int *error);
 /// Human-readable text for a libgps error code from cgps_open.
 const char *cgps_error_text(int error);
@@ -36,6 +40,8 @@ const char *cgps_error_text(int error);
 int cgps_wait(cgps_session *session, int timeout_us);
 /// Reads one message; see CGPS_READ_*.
 int cgps_read(cgps_session *session, cgps_fix *out);
+/// Asks gpsd for its VERSION: a live gpsd answers even with no receiver attached. 0 sent, -1 failed.
+int cgps_probe(cgps_session *session);
 void cgps_close(cgps_session *session);
 
 #endif

@@ -14,8 +14,8 @@ public enum GPSEvent: Sendable, Equatable {
 
 /// Reads gpsd through libgps on a thread of its own (libgps blocks) and hands each event to its handler on
 /// that thread: at 1 Hz, a hop into Swift concurrency per fix cost more CPU than recording the fix
-/// (bench/results/daemon.md). gpsd going away, restarting or never coming is normal: it reconnects forever
-/// with capped backoff.
+/// (bench/results/daemon.md). gpsd going away, restarting, never coming, hanging or sending garbage is
+/// normal: it reconnects forever with backoff capped at 2 s.
 public final class GPSDReader: Sendable {
     public struct Configuration: Sendable {
         public var host: String
@@ -23,7 +23,12 @@ public final class GPSDReader: Sendable {
         /// Stop after the first connection ends instead of reconnecting (replays and demos).
         public var once: Bool = false
         public var initialBackoff: Double = 0.5
-        public var maxBackoff: Double = 30
+        /// A refused connect costs microseconds, and gpsd must be found again within 3 s of its return.
+        public var maxBackoff: Double = 2
+        /// Without a gpsd message for this long, ask gpsd for its VERSION (a live gpsd answers even with no
+        /// receiver attached); without one for `silenceLimit`, reconnect.
+        public var silenceBeforeProbe: Duration = .seconds(6)
+        public var silenceLimit: Duration = .seconds(10)
 
         public init(host: String, port: String) {
             self.host = host
@@ -71,70 +76,108 @@ public final class GPSDReader: Sendable {
 
     private func connectAndRead(emit: (GPSEvent) throws -> Void) throws {
         var backoff = configuration.initialBackoff
-        var lastFailure: String?
+        // The last loss reported: a gpsd that stays away, or keeps answering garbage, is reported once.
+        var reported: String?
+        func report(_ reason: String) throws {
+            guard reason != reported else { return }
+            logger.warning("gpsd at \(address): \(reason); retrying every \(configuration.maxBackoff) s at most")
+            try emit(.disconnected(reason: reason))
+            reported = reason
+        }
         while !stopped.isSet {
             var error: Int32 = 0
             guard let session = cgps_open(configuration.host, configuration.port, &error) else {
-                let reason = String(cString: cgps_error_text(error))
-                if reason != lastFailure {
-                    logger.warning("gpsd at \(address) unavailable (\(reason)); retrying with backoff up to \(Int(configuration.maxBackoff)) s")
-                    try emit(.disconnected(reason: reason))
-                    lastFailure = reason
-                }
+                try report("unavailable (\(String(cString: cgps_error_text(error))))")
                 sleep(seconds: backoff)
                 backoff = min(backoff * 2, configuration.maxBackoff)
                 continue
             }
-            logger.info("connected to gpsd at \(address)")
-            let delivered: Bool
+            let ending: ReadEnding
             do {
-                try emit(.connected)
-                lastFailure = nil
-                delivered = try read(session, emit: emit)
+                ending = try read(session) { event in
+                    if event == .connected {
+                        logger.info("connected to gpsd at \(address)")
+                        reported = nil
+                    }
+                    try emit(event)
+                }
             } catch {
                 cgps_close(session)
                 throw error
             }
             cgps_close(session)
             if stopped.isSet { return }
-            let reason = "gpsd closed the connection"
-            logger.warning("\(reason) at \(address)")
-            try emit(.disconnected(reason: reason))
-            lastFailure = reason
-            if configuration.once { return }
-            if delivered { backoff = configuration.initialBackoff }
+            try report(ending.reason)
+            if configuration.once && ending.answered { return }
+            if ending.delivered { backoff = configuration.initialBackoff }
             sleep(seconds: backoff)
             backoff = min(backoff * 2, configuration.maxBackoff)
         }
     }
 
-    /// Reads until gpsd goes away or the reader is stopped. Returns whether any fix arrived.
-    private func read(_ session: OpaquePointer, emit: (GPSEvent) throws -> Void) throws -> Bool {
+    private struct ReadEnding {
+        var reason: String
+        /// gpsd spoke its protocol at least once.
+        var answered = false
+        /// At least one fix arrived.
         var delivered = false
+    }
+
+    /// Reads until gpsd goes away, stops answering, or the reader is stopped. `.connected` is emitted on
+    /// gpsd's VERSION, the first thing it sends, so that a server that accepts and says nothing (or only
+    /// garbage, or something gpsd-like) never counts as gpsd.
+    private func read(_ session: OpaquePointer, emit: (GPSEvent) throws -> Void) throws -> ReadEnding {
+        var ending = ReadEnding(reason: "gpsd closed the connection")
         var raw = cgps_fix()
+        // A receiver that is unplugged leaves gpsd silent too, so silence is probed with ?VERSION (which gpsd
+        // always answers) before the connection is given up. Garbage does not count as an answer.
+        let clock = ContinuousClock()
+        var lastAnswer = clock.now
+        var probed = false
         while !stopped.isSet {
+            let silence = clock.now - lastAnswer
+            if silence >= configuration.silenceLimit {
+                ending.reason = ending.answered ? "gpsd stopped answering" : "no gpsd answer (not gpsd, or hung)"
+                return ending
+            }
+            if silence >= configuration.silenceBeforeProbe && !probed {
+                probed = true
+                if cgps_probe(session) != 0 { return ending }
+            }
             switch cgps_wait(session, Self.waitMicroseconds) {
             case 0:
-                try emit(.idle)
+                if ending.answered { try emit(.idle) }
                 continue
             case 1:
                 break
             default:
-                return delivered
+                return ending
             }
-            switch cgps_read(session, &raw) {
+            let kind = cgps_read(session, &raw)
+            switch kind {
             case Int32(CGPS_READ_GONE):
-                return delivered
-            case Int32(CGPS_READ_FIX):
-                if let fix = Fix(raw) {
-                    delivered = true
+                return ending
+            case Int32(CGPS_READ_VERSION):
+                lastAnswer = clock.now
+                probed = false
+                if !ending.answered {
+                    ending.answered = true
+                    try emit(.connected)
+                }
+            case Int32(CGPS_READ_OTHER), Int32(CGPS_READ_FIX):
+                guard ending.answered else { continue }
+                lastAnswer = clock.now
+                probed = false
+                if kind == Int32(CGPS_READ_FIX), let fix = Fix(raw) {
+                    ending.delivered = true
                     try emit(.fix(fix))
                 }
             default:
+                // Garbage, partial lines, and anything before gpsd's VERSION: skipped, and no sign of life.
                 continue
             }
         }
-        return delivered
+        return ending
     }
 
     private var address: String { "\(configuration.host):\(configuration.port)" }

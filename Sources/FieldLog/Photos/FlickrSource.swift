@@ -1,31 +1,38 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOSSL
 
 /// Photos from Flickr's `flickr.photos.search`, nearest first.
 ///
 /// Flickr answers failures with HTTP 200 and `stat: fail`, sends numbers as numbers or strings, and
 /// serves 429/5xx with HTML bodies: everything is decoded defensively. The API key travels only in the
-/// request URL and is never part of an error message.
+/// request URL and is never part of an error message. Images come only from Flickr's static hosts (or the
+/// endpoint's own host), over https, without redirects; every request ends at its deadline, body included.
 public struct FlickrSource: PhotoSource {
     public static let defaultEndpoint = "https://api.flickr.com/services/rest/"
 
     private let apiKey: String
     private let endpoint: String
+    private let endpointHost: String
     private let client: HTTPClient
     private let budget: RequestBudget
     private let preferredSizes: [String]
     /// With a plain-http loopback endpoint (a test server or local proxy), its http loopback image URLs
     /// are accepted too; otherwise images come over https only.
     private let acceptsLoopbackImages: Bool
-    /// Deadline of one search; an image download gets twice as long.
+    /// Deadline of one search, body included; an image download gets twice as long.
     private let timeout: TimeAmount
     private static let searchBodyLimit = 2 << 20
+    /// Longest title or owner name kept: the journal is not the place for a megabyte of somebody's text.
+    static let textLimit = 300
 
-    /// `endpoint` must be https, or plain http on a loopback address (tests, local proxies).
+    /// `endpoint` must be https, or plain http on a loopback address (tests, local proxies). `caFile` (PEM)
+    /// is trusted besides the system's roots: for a test server or a proxy with its own CA. Without a
+    /// `client`, one that follows no redirects is used.
     public init(
-        apiKey: String, endpoint: String = defaultEndpoint, client: HTTPClient = .shared, budget: RequestBudget,
-        thumbnailSize: Int = 320, timeout: TimeAmount = .seconds(15)
+        apiKey: String, endpoint: String = defaultEndpoint, client: HTTPClient? = nil, caFile: String? = nil,
+        budget: RequestBudget, thumbnailSize: Int = 320, timeout: TimeAmount = .seconds(15)
     ) throws(PhotoSourceError) {
         guard let url = URL(string: endpoint), let scheme = url.scheme?.lowercased(), let host = url.host else {
             throw PhotoSourceError(.fatal, "--flickr-endpoint \(endpoint) is not a URL")
@@ -38,8 +45,13 @@ public struct FlickrSource: PhotoSource {
         }
         self.apiKey = apiKey
         self.endpoint = endpoint
+        endpointHost = host.lowercased()
         acceptsLoopbackImages = scheme == "http"
-        self.client = client
+        if let client {
+            self.client = client
+        } else {
+            self.client = try Self.client(trusting: caFile)
+        }
         self.budget = budget
         self.timeout = timeout
         // Download at least twice the thumbnail size when Flickr has it (a sharper downscale), never
@@ -47,9 +59,41 @@ public struct FlickrSource: PhotoSource {
         preferredSizes = thumbnailSize <= 320 ? ["url_z", "url_n", "url_l"] : ["url_l", "url_z", "url_n"]
     }
 
+    /// One client per CA file for the life of the process (an HTTPClient must be shut down before it is
+    /// released; these never are): no redirects, since a redirect could lead anywhere, over plain http too.
+    private static let clientsLock = NSLock()
+    nonisolated(unsafe) private static var clients: [String: HTTPClient] = [:]
+
+    private static func client(trusting caFile: String?) throws(PhotoSourceError) -> HTTPClient {
+        do {
+            return try clientsLock.withLock {
+                if let client = clients[caFile ?? ""] { return client }
+                var tls = TLSConfiguration.makeClientConfiguration()
+                if let caFile {
+                    tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMFile(caFile))]
+                }
+                let configuration = HTTPClient.Configuration(
+                    tlsConfiguration: tls, redirectConfiguration: .disallow,
+                    timeout: .init(connect: .seconds(10), read: .seconds(30)))
+                let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+                clients[caFile ?? ""] = client
+                return client
+            }
+        } catch {
+            throw PhotoSourceError(.fatal, "--flickr-ca-file \(caFile ?? ""): not a readable PEM certificate (\(error))")
+        }
+    }
+
+    /// https from Flickr's static hosts, or from the endpoint's own host (a proxy or a test server): an
+    /// answer must not send fieldlog to any other host, nor anywhere over plain http.
     private func isAcceptableImageURL(_ text: String) -> Bool {
-        guard let url = URL(string: text), let host = url.host else { return false }
-        return url.scheme == "https" || (acceptsLoopbackImages && url.scheme == "http" && Self.isLoopback(host))
+        guard text.utf8.count <= 2048, let url = URL(string: text), let host = url.host?.lowercased(),
+            url.user == nil, url.password == nil
+        else { return false }
+        if url.scheme == "https" {
+            return host == endpointHost || (host.hasSuffix(".staticflickr.com") && url.port == nil)
+        }
+        return acceptsLoopbackImages && url.scheme == "http" && host == endpointHost
     }
 
     static func isLoopback(_ host: String) -> Bool {
@@ -71,8 +115,15 @@ public struct FlickrSource: PhotoSource {
             ("extras", "geo,owner_name,license,date_taken,path_alias,url_n,url_z,url_l"),
             ("per_page", "100"), ("format", "json"), ("nojsoncallback", "1"),
         ]
-        let body = try await fetch(endpoint + "?" + Self.encode(query), what: "Flickr search",
+        let body: [UInt8]
+        do {
+            body = try await fetch(endpoint + "?" + Self.encode(query), what: "Flickr search",
                                    timeout: timeout, limit: Self.searchBodyLimit)
+        } catch where error.kind == .permanent {
+            // A search that fails is retried, whatever the status (a captive portal's redirect, a proxy's
+            // 403): giving up would lose the milestone's photo, and only an image can be rejected.
+            throw PhotoSourceError(.temporary, error.message)
+        }
         return try decodeSearch(body)
     }
 
@@ -85,30 +136,54 @@ public struct FlickrSource: PhotoSource {
     {
         await budget.acquire()
         do {
-            var request = HTTPClientRequest(url: url)
-            request.headers.add(name: "User-Agent", value: "fieldlog")
-            let response = try await client.execute(request, timeout: timeout)
-            switch response.status.code {
-            case 200:
-                break
-            case 429, 500...599:
-                throw PhotoSourceError(.temporary, "\(what): HTTP \(response.status.code)")
-            default:
-                throw PhotoSourceError(.permanent, "\(what): HTTP \(response.status.code)")
+            // The client's own deadline ends when the response head arrives: a body that trickles or never
+            // ends is cut off here.
+            return try await Self.within(timeout) { [client] in
+                var request = HTTPClientRequest(url: url)
+                request.headers.add(name: "User-Agent", value: "fieldlog")
+                let response = try await client.execute(request, timeout: timeout)
+                switch response.status.code {
+                case 200:
+                    break
+                case 429, 500...599:
+                    throw PhotoSourceError(.temporary, "\(what): HTTP \(response.status.code)")
+                default:
+                    throw PhotoSourceError(.permanent, "\(what): HTTP \(response.status.code)")
+                }
+                let buffer = try await response.body.collect(upTo: limit)
+                return Array(buffer.readableBytesView)
             }
-            let buffer = try await response.body.collect(upTo: limit)
-            return Array(buffer.readableBytesView)
         } catch let error as PhotoSourceError {
             throw error
+        } catch is DeadlineExceeded {
+            throw PhotoSourceError(.temporary, "\(what): no complete answer within \(timeout.nanoseconds / 1_000_000_000) s")
         } catch let error as NIOTooManyBytesError {
             _ = error
             throw PhotoSourceError(.permanent, "\(what): response larger than \(limit) bytes")
         } catch is CancellationError {
             throw PhotoSourceError(.temporary, "\(what): cancelled")
         } catch {
-            // Transport errors (refused, reset, timeout, TLS) are worth retrying; their text never holds
-            // the URL, but redact anyway in case a library changes that.
+            // Transport errors (refused, reset, DNS, TLS) are worth retrying; their text never holds the URL,
+            // but redact anyway in case a library changes that.
             throw PhotoSourceError(.temporary, redact("\(what): \(error)"))
+        }
+    }
+
+    private struct DeadlineExceeded: Error {}
+
+    /// `work`'s result, or DeadlineExceeded once `timeout` has passed (`work` is then cancelled).
+    private static func within<T: Sendable>(
+        _ timeout: TimeAmount, _ work: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await work() }
+            group.addTask {
+                try await Task.sleep(nanoseconds: UInt64(max(timeout.nanoseconds, 0)))
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let value = first else { throw DeadlineExceeded() }
+            return value
         }
     }
 
@@ -156,10 +231,20 @@ public struct FlickrSource: PhotoSource {
         guard let imageURL else { return nil }
         let license = Self.int(photo["license"])
         return PhotoCandidate(
-            id: id, title: Self.string(photo["title"]) ?? "", ownerName: Self.string(photo["ownername"]) ?? owner,
+            id: id, title: Self.text(photo["title"]) ?? "", ownerName: Self.text(photo["ownername"]) ?? owner,
             ownerID: owner, license: license.map(Self.licenseName) ?? "unknown licence",
             pageURL: "https://www.flickr.com/photos/\(owner)/\(id)/", latitude: latitude, longitude: longitude,
-            imageURL: imageURL, taken: Self.string(photo["datetaken"]))
+            imageURL: imageURL, taken: Self.text(photo["datetaken"]))
+    }
+
+    /// Text for the journal: control characters dropped, at most `textLimit` characters.
+    static func text(_ value: Any?) -> String? {
+        guard let text = string(value) else { return nil }
+        var scalars = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars where !CharacterSet.controlCharacters.contains(scalar) {
+            scalars.append(scalar)
+        }
+        return String(String(scalars).prefix(textLimit))
     }
 
     static func licenseName(_ id: Int) -> String {

@@ -156,6 +156,7 @@ public struct PhotoService: Service {
             } catch {
                 if !failing {
                     logger.warning("photo for milestone \(item.milestone.index) pending: \(error); retrying with backoff")
+                    recorder.note(.error, message: "photo for milestone \(item.milestone.index) pending, retrying: \(error)", toWalk: item.walkID)
                     failing = true
                 }
                 // Full jitter, so many devices coming back online do not retry in step.

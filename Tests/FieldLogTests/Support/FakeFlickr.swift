@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 
 /// A stand-in for Flickr on loopback: `flickr.photos.search` with real geo filtering over photos placed
 /// along a test walk, the photos' JPEG files as images, and faults to switch on.
@@ -30,10 +31,29 @@ final class FakeFlickr: @unchecked Sendable {
         case malformedJSON
         /// HTTP 200 with `stat: fail` and this code.
         case statFail(Int)
+        /// A whole answer, sent one byte a second.
+        case trickle
+        /// A chunked answer that never ends (a byte every 50 ms).
+        case endless
+        /// A valid answer padded to 3 MiB.
+        case huge
+        /// 302 to this URL.
+        case redirect(String)
+        /// This text as the answer, as it is.
+        case raw(String)
     }
 
     enum ImageFault {
-        case notFound, truncated, corrupt, png, html, bomb
+        case notFound, truncated, corrupt, png, html, bomb, trickle, endless
+        case redirect(String)
+    }
+
+    /// What the server does with one request.
+    private enum Response {
+        case whole(HTTPResponseStatus, String, [UInt8], location: String? = nil)
+        case nothing
+        case trickle([UInt8])
+        case endless
     }
 
     static let apiKey = "0123456789abcdef0123456789abcdef"
@@ -45,24 +65,38 @@ final class FakeFlickr: @unchecked Sendable {
     /// Numbers as strings, the way Flickr sometimes sends them.
     private var numbersAsStrings = false
     private var requestLog: [String] = []
+    /// Photo entries sent as they are instead of the photos' own (hostile answers).
+    private var crafted: [[String: Any]]?
     private var channel: (any Channel)?
     private(set) var port = 0
 
-    var endpoint: String { "http://127.0.0.1:\(port)/services/rest/" }
+    private(set) var scheme = "http"
+    var endpoint: String { "\(scheme)://127.0.0.1:\(port)/services/rest/" }
+    var imageBase: String { "\(scheme)://127.0.0.1:\(port)/img/" }
 
     func add(_ photo: Photo) { lock.withLock { photos.append(photo) } }
     func setFault(_ fault: Fault) { lock.withLock { self.fault = fault } }
     func setImageFault(_ fault: ImageFault?, for id: String) { lock.withLock { imageFaults[id] = fault } }
     func setNumbersAsStrings(_ value: Bool) { lock.withLock { numbersAsStrings = value } }
+    /// Every search answers these photo entries first, then the photos within the radius.
+    func setCrafted(_ entries: [[String: Any]]?) { lock.withLock { crafted = entries } }
     var requests: [String] { lock.withLock { requestLog } }
 
     /// Starts listening on `port` (0: any free port). Requests are answered on NIO's event loop, not on
     /// Swift's cooperative pool, which tests waiting for child processes can hold for seconds.
-    func start(port: Int = 0) async throws {
+    /// With `tls`, it serves https with the test certificate of Tests/Fixtures/tls (signed by its ca.pem).
+    func start(port: Int = 0, tls: Bool = false) async throws {
+        let context = try tls ? NIOSSLContext(configuration: .makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(Self.tlsFixtures + "/server.pem").map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: Self.tlsFixtures + "/server.key", format: .pem)))) : nil
+        scheme = tls ? "https" : "http"
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let context {
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+                    }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     try channel.pipeline.syncOperations.addHandler(Handler(flickr: self))
                 }
@@ -71,6 +105,8 @@ final class FakeFlickr: @unchecked Sendable {
         self.port = server.localAddress?.port ?? 0
         lock.withLock { channel = server }
     }
+
+    static let tlsFixtures = Harness.fixtures + "/tls"
 
     func stop() async {
         let channel = lock.withLock { self.channel }
@@ -89,37 +125,73 @@ final class FakeFlickr: @unchecked Sendable {
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             guard case let .head(head) = unwrapInboundIn(data) else { return }
             flickr.lock.withLock { flickr.requestLog.append(head.uri) }
-            let (status, contentType, body) = flickr.respond(to: head.uri)
-            guard status != .continue else { return }
             var headers = HTTPHeaders()
-            headers.add(name: "Content-Type", value: contentType)
+            let body: [UInt8]
+            var status = HTTPResponseStatus.ok
+            switch flickr.respond(to: head.uri) {
+            case .nothing:
+                return
+            case let .whole(code, contentType, bytes, location):
+                status = code
+                headers.add(name: "Content-Type", value: contentType)
+                if let location { headers.add(name: "Location", value: location) }
+                body = bytes
+            case let .trickle(bytes):
+                headers.add(name: "Content-Length", value: String(bytes.count))
+                context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil)
+                drip(bytes[...], every: .seconds(1), context: context)
+                return
+            case .endless:
+                headers.add(name: "Transfer-Encoding", value: "chunked")
+                context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil)
+                drip(nil, every: .milliseconds(50), context: context)
+                return
+            }
             headers.add(name: "Content-Length", value: String(body.count))
             context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
             context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         }
+
+        /// Sends one byte of `bytes` (or of an endless stream, when nil) at each interval, until the bytes
+        /// run out or the client leaves.
+        private func drip(_ bytes: ArraySlice<UInt8>?, every interval: TimeAmount, context: ChannelHandlerContext) {
+            context.eventLoop.assumeIsolated().scheduleTask(in: interval) { [self] in
+                guard context.channel.isActive else { return }
+                if let bytes, bytes.isEmpty {
+                    context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+                    return
+                }
+                let byte = bytes?.first ?? UInt8(ascii: "x")
+                context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: [byte])))), promise: nil)
+                drip(bytes?.dropFirst(), every: interval, context: context)
+            }
+        }
     }
 
-    private func respond(to uri: String) -> (HTTPResponseStatus, String, [UInt8]) {
+    private func respond(to uri: String) -> Response {
         let html = Array("<html><body><h1>Something went wrong</h1></body></html>".utf8)
         let components = URLComponents(string: uri)
         let path = components?.path ?? ""
         if path.hasPrefix("/img/") {
             let id = String(path.dropFirst(5).dropLast(4))
             return lock.withLock {
-                guard let photo = photos.first(where: { $0.id == id }) else { return (.notFound, "text/html", html) }
+                guard let photo = photos.first(where: { $0.id == id }) else { return .whole(.notFound, "text/html", html) }
                 switch imageFaults[id] {
-                case nil: return (.ok, "image/jpeg", photo.jpeg)
-                case .notFound: return (.notFound, "text/html", html)
-                case .truncated: return (.ok, "image/jpeg", Array(photo.jpeg.prefix(photo.jpeg.count / 2)))
+                case nil: return .whole(.ok, "image/jpeg", photo.jpeg)
+                case .notFound: return .whole(.notFound, "text/html", html)
+                case .truncated: return .whole(.ok, "image/jpeg", Array(photo.jpeg.prefix(photo.jpeg.count / 2)))
                 case .corrupt:
                     var bytes = photo.jpeg
                     for index in stride(from: bytes.count / 3, to: bytes.count - 2, by: 7) { bytes[index] = 0xFF }
-                    return (.ok, "image/jpeg", bytes)
+                    return .whole(.ok, "image/jpeg", bytes)
                 case .png:
-                    return (.ok, "image/jpeg", [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 0, count: 64))
-                case .html: return (.ok, "image/jpeg", html)
-                case .bomb: return (.ok, "image/jpeg", Self.decompressionBomb)
+                    return .whole(.ok, "image/jpeg", [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 0, count: 64))
+                case .html: return .whole(.ok, "image/jpeg", html)
+                case .bomb: return .whole(.ok, "image/jpeg", Self.decompressionBomb)
+                case .trickle: return .trickle(photo.jpeg)
+                case .endless: return .endless
+                case let .redirect(url): return .whole(.found, "text/html", html, location: url)
                 }
             }
         }
@@ -127,24 +199,32 @@ final class FakeFlickr: @unchecked Sendable {
             (components?.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
         let fault = lock.withLock { self.fault }
         switch fault {
-        case .serverError: return (.serviceUnavailable, "text/html", html)
-        case .rateLimited: return (.tooManyRequests, "text/html", html)
-        case .hang: return (.continue, "", [])
-        case .malformedJSON: return (.ok, "application/json", Array(#"{"photos":{"page":1,"photo":[{"id":"#.utf8))
+        case .serverError: return .whole(.serviceUnavailable, "text/html", html)
+        case .rateLimited: return .whole(.tooManyRequests, "text/html", html)
+        case .hang: return .nothing
+        case .malformedJSON: return .whole(.ok, "application/json", Array(#"{"photos":{"page":1,"photo":[{"id":"#.utf8))
         case let .statFail(code):
-            return (.ok, "application/json", Array(#"{"stat":"fail","code":\#(code),"message":"Fake failure"}"#.utf8))
-        case .none: break
+            return .whole(.ok, "application/json", Array(#"{"stat":"fail","code":\#(code),"message":"Fake failure"}"#.utf8))
+        case .endless: return .endless
+        case let .redirect(url): return .whole(.found, "text/html", html, location: url)
+        case let .raw(text): return .whole(.ok, "application/json", Array(text.utf8))
+        case .none, .trickle, .huge: break
         }
         guard query["api_key"] == Self.apiKey else {
-            return (.ok, "application/json", Array(#"{"stat":"fail","code":100,"message":"Invalid API Key (Key has invalid format)"}"#.utf8))
+            return .whole(.ok, "application/json", Array(#"{"stat":"fail","code":100,"message":"Invalid API Key (Key has invalid format)"}"#.utf8))
         }
         guard query["method"] == "flickr.photos.search", let lat = query["lat"].flatMap(Double.init),
             let lon = query["lon"].flatMap(Double.init), let radius = query["radius"].flatMap(Double.init),
             query["min_taken_date"] != nil || query["min_upload_date"] != nil
         else {
-            return (.ok, "application/json", Array(#"{"stat":"fail","code":3,"message":"Parameterless searches have been disabled"}"#.utf8))
+            return .whole(.ok, "application/json", Array(#"{"stat":"fail","code":3,"message":"Parameterless searches have been disabled"}"#.utf8))
         }
-        return (.ok, "application/json", searchResult(lat: lat, lon: lon, radiusKm: radius))
+        let answer = searchResult(lat: lat, lon: lon, radiusKm: radius)
+        switch fault {
+        case .trickle: return .trickle(answer)
+        case .huge: return .whole(.ok, "application/json", answer + Array(repeating: UInt8(ascii: " "), count: 3 << 20))
+        default: return .whole(.ok, "application/json", answer)
+        }
     }
 
     private func searchResult(lat: Double, lon: Double, radiusKm: Double) -> [UInt8] {
@@ -153,13 +233,13 @@ final class FakeFlickr: @unchecked Sendable {
                 .filter { $0.1 <= radiusKm * 1000 }
                 .sorted { $0.1 < $1.1 }
             func number(_ value: Double) -> Any { numbersAsStrings ? String(value) : value }
-            let list: [[String: Any]] = found.map { photo, _ in
+            let list: [[String: Any]] = (crafted ?? []) + found.map { photo, _ in
                 [
                     "id": photo.id, "owner": photo.owner, "secret": "abc123", "server": "65535", "farm": 66,
                     "title": photo.title, "ispublic": 1, "license": numbersAsStrings ? String(photo.license) : photo.license,
                     "ownername": photo.ownerName, "datetaken": "2024-05-18 09:00:00",
                     "latitude": number(photo.latitude), "longitude": number(photo.longitude), "accuracy": "16",
-                    "url_z": "http://127.0.0.1:\(port)/img/\(photo.id).jpg", "height_z": 480, "width_z": "640",
+                    "url_z": imageBase + photo.id + ".jpg", "height_z": 480, "width_z": "640",
                 ]
             }
             let root: [String: Any] = [
