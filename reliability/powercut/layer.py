@@ -14,7 +14,7 @@ The cut is decided outside: the driver SIGKILLs fieldlog, writes REPORT_DIR/cut 
 unmounts. Only then does this process reset BACKING to exactly the durable state, with the variant's tail on
 each file that had unsynced appends:
 - `drop`: nothing unsynced survives;
-- `torn`: a random prefix of the unsynced appended bytes survives;
+- `torn`: a random prefix of the unsynced appended bytes survives (`partial`: never none or all of it);
 - `zero`: the file keeps a random longer size, a random real prefix, then NUL bytes (ext4 can do this).
 It writes REPORT_DIR/report.json (per file: durable and surviving sizes, the unsynced writes with their
 times) and, for journals (*.jsonl), REPORT_DIR/precut/ (bytes written before the cut) and
@@ -292,7 +292,7 @@ class Layer(Operations):
         survivor = durable
         if variant != "drop" and ino in self.unsynced and written.startswith(durable) and len(written) > len(durable):
             extra = len(written) - len(durable)
-            kept = rng.randint(0, extra)
+            kept = rng.randint(1, extra - 1) if variant == "partial" and extra > 1 else rng.randint(0, extra)
             survivor = written[: len(durable) + kept]
             if variant == "zero":
                 length = rng.randint(len(survivor), len(written))
