@@ -71,5 +71,5 @@ func aStoredThumbnailSurvivesAPowerCut() async throws {
     let names = try FileManager.default.contentsOfDirectory(atPath: backing + "/cache").sorted()
     #expect(names == [".fieldlog-thumbnails", "local-fourth.jpg", "local-second.jpg", "local-third.jpg"])
     let survived = FileManager.default.contents(atPath: backing + "/cache/local-fourth.jpg").map { [UInt8]($0) }
-    #expect(survived == thumbnail)
+    #expect(survived.map { $0 == thumbnail } == true, "local-fourth.jpg is not the thumbnail stored")
 }

@@ -398,7 +398,7 @@ def _retime(text, t):
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--trials", type=int, default=300)
-    p.add_argument("--short", action="store_true", help="24 trials, for CI")
+    p.add_argument("--short", action="store_true", help="16 trials (about 4 min), for CI")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--only", type=int, help="run only this trial number (to reproduce one)")
     p.add_argument("--fieldlog", default=str(REPO / ".build/debug/fieldlog"))
@@ -408,7 +408,7 @@ def main():
     p.add_argument("--keep", action="store_true", help="keep every trial's directory, not only failing ones")
     args = p.parse_args()
     if args.short:
-        args.trials = 24
+        args.trials = 16
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
     flickr = fakeflickr.FakeFlickr(REPO / "demo/photos/Bridge_by_Sander_Klootwijk.jpg")
