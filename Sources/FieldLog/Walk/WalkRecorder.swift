@@ -132,6 +132,7 @@ public final class WalkRecorder: @unchecked Sendable {
                 try walk.file.append(line)
                 try sync()
             } else {
+                try JournalFile.repairTornTail(path: store.path(for: id))  // a cut may have torn an older walk too
                 let file = try JournalFile(path: store.path(for: id))
                 try file.append(line)
                 try file.sync()
