@@ -260,6 +260,9 @@ class Trial:
     def check_journals(self, precut, durable, report):
         final = journals(self.back / "state")
         r = self.result
+        # Temporary files a cut made durable (status.json is replaced without a sync) and nobody removes.
+        r["stray_state_files"] = sorted(p.name for p in (self.back / "state").iterdir()
+                                        if p.name != "status.json" and not p.name.endswith(".jsonl"))
         r.update(corrupt=0, milestones_lost=0, milestones_duplicated=0, photos_duplicated=0, photos_lost=0,
                  fixes_lost=0, worst_loss_wall_s=0.0, worst_loss_gps_s=0.0, milestones=0, pending=0, thumbs_missing=0)
         finals = {}
@@ -470,6 +473,8 @@ def summary(results, elapsed, args):
     if older:
         print(f"older walk: {sum(r.get('older_torn_line', False) for r in older)} of {len(older)} cuts left a torn "
               f"line in the older journal; {sum(bool(r['failures']) for r in older)} ended with a failure")
+    stray = [name for r in results for name in r.get("stray_state_files", [])]
+    print(f"stray files left in the state directory: {len(stray)} {sorted(set(stray))[:3]}")
     print(f"thumbnails present after the cut: {total('thumbnails_after_cut', results)}, after the restart: "
           f"{total('thumbnails_after_restart', results)}; journaled photos without their thumbnail (no eviction): "
           f"{total('thumbs_missing', results)}; milestones recorded {total('milestones', results)}, "
