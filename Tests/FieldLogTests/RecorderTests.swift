@@ -402,3 +402,32 @@ func crashedWalkResumesWhenFixesContinueWithinIdleGap(tornLine: String?) throws 
     let restarted = try state.recorder()
     #expect(restarted.summary.walkID == ids[1])
 }
+
+// MARK: - Late photos
+
+/// A power cut while a late photo was being appended to an older walk (not the newest, which start-up
+/// repairs) leaves a torn line there; the next photo for that walk must not be glued onto it. Found by
+/// reliability/powercut (the older-walk trials).
+@Test func aLatePhotoRepairsATornLineInAnOlderWalkFirst() throws {
+    let state = StateDirectory()
+    let first = walk(seconds: 150)
+    let second = walk(from: first.end, seconds: 30, startTime: first.fixes.last!.time + WalkLimits().idleGap + 60)
+    do {
+        let recorder = try state.recorder()
+        try record(first.fixes + second.fixes, into: recorder)
+        recorder.finishSession(reason: "done")
+    }
+    let ids = try state.store.walkIDs()
+    try #require(ids.count == 2)
+    let older = ids[0]
+    try appendBytes(#"{"index":0,"source":"local","status":"none_nea"#, to: state.store.path(for: older))
+
+    let recorder = try state.recorder()
+    recorder.attach(
+        MilestonePhoto(milestone: 1, source: "local", outcome: .noneNearby(radius: 31_000)), toWalk: older)
+
+    let log = try state.store.read(older)
+    #expect(log.damagedLines.isEmpty)
+    #expect(log.photos[1] != nil)
+    #expect(try kinds(state, older).suffix(2) == ["walk_end", "photo"])
+}

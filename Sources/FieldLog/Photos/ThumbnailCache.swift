@@ -83,6 +83,9 @@ public actor ThumbnailCache {
         } catch {
             throw ThumbnailCacheError(.cannotWrite, path: path, reason: error.reason)
         }
+        // The rename (and the evictions before it) last through a power cut only once the directory is
+        // synced; without this a photo journaled right after could lose its thumbnail.
+        try Self.syncDirectory(directory)
         index.totalBytes += bytes.count - previous
         let tick = index.nextTick()
         index.entries[key] = Entry(size: bytes.count, tick: tick)
@@ -258,6 +261,13 @@ public actor ThumbnailCache {
         guard PhotoCandidate.isValidID(key) else {
             throw ThumbnailCacheError(.invalidKey, path: key, reason: nil)
         }
+    }
+
+    private static func syncDirectory(_ directory: String) throws(ThumbnailCacheError) {
+        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw ThumbnailCacheError(.cannotWrite, path: directory, errno: errno) }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 else { throw ThumbnailCacheError(.cannotWrite, path: directory, errno: errno) }
     }
 
     /// `mkdir -p`.
