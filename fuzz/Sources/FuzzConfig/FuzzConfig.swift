@@ -17,7 +17,8 @@ public func fuzzConfig(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     do {
         file = try ConfigFile(path: "fuzz.conf", text: text)
     } catch {
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).count
+        // YAML's line breaks: \n, \r\n, a lone \r, NEL, LS and PS (isNewline adds VT and FF: more lenient).
+        let lines = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).count
         if let line = error.line, !(0...lines + 1).contains(line) {
             fail("an error on line \(line) of \(lines): \(error)", text)
         }
@@ -34,4 +35,18 @@ public func fuzzConfig(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         fail("printed settings do not read back (\(error)):\n\(printed)", text)
     }
     return 0
+}
+
+// SwiftPM links an executable's entry point as `FuzzConfig_main` (so that tests can link the module); with
+// -parse-as-library there is none, so this hands the process to libFuzzer's driver.
+@_silgen_name("LLVMFuzzerRunDriver")
+private func runDriver(
+    _ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
+
+@_cdecl("FuzzConfig_main")
+public func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    var count = argc
+    var arguments = argv
+    return runDriver(&count, &arguments, fuzzConfig)
 }

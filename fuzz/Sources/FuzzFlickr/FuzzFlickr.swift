@@ -24,7 +24,7 @@ public func fuzzFlickr(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
             guard abs(candidate.latitude) <= 90, abs(candidate.longitude) <= 180 else {
                 fail("a candidate outside the globe: \(candidate)", body)
             }
-            guard candidate.pageURL.hasPrefix("https://www.flickr.com/photos/"),
+            guard candidate.pageURL?.hasPrefix("https://www.flickr.com/photos/") == true,
                 let url = URL(string: candidate.imageURL), url.scheme == "https", url.host != nil
             else { fail("a candidate with an unusable URL: \(candidate)", body) }
         }
@@ -32,4 +32,18 @@ public func fuzzFlickr(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         guard !error.message.contains(apiKey) else { fail("the API key in an error: \(error.message)", body) }
     }
     return 0
+}
+
+// SwiftPM links an executable's entry point as `FuzzFlickr_main` (so that tests can link the module); with
+// -parse-as-library there is none, so this hands the process to libFuzzer's driver.
+@_silgen_name("LLVMFuzzerRunDriver")
+private func runDriver(
+    _ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
+
+@_cdecl("FuzzFlickr_main")
+public func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+    var count = argc
+    var arguments = argv
+    return runDriver(&count, &arguments, fuzzFlickr)
 }
