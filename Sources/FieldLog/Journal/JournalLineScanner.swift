@@ -175,8 +175,9 @@ struct JournalLineScanner {
         while let byte = peek(), byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D { position += 1 }
     }
 
-    private func text(_ range: Range<Int>) -> String {
-        String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
+    /// nil for bytes that are not UTF-8, which JSONDecoder rejects (String(decoding:) would repair them).
+    private func text(_ range: Range<Int>) -> String? {
+        String(validating: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self)
     }
 
     // MARK: fields
@@ -224,7 +225,9 @@ struct JournalLineScanner {
         case .type:
             guard case .string(let range) = value, !range.isEmpty else { return false }
             // A literal for the commonest types: no String made and freed for every line.
-            line.type = matches(range, "fix") ? "fix" : matches(range, "milestone") ? "milestone" : text(range)
+            guard let type = matches(range, "fix") ? "fix" : matches(range, "milestone") ? "milestone" : text(range)
+            else { return false }
+            line.type = type
             return true
         case .time:
             guard case .string(let range) = value, let time = Timestamp.parse(UnsafeBufferPointer(rebasing: bytes[range]))
@@ -243,7 +246,8 @@ struct JournalLineScanner {
         case .eph: return assign(value, to: &line.eph)
         case .every: return assign(value, to: &line.every)
         case .event:
-            guard case .string(let range) = value, let kind = JournalEvent.Kind(rawValue: text(range)) else { return false }
+            guard case .string(let range) = value, let kind = text(range).flatMap(JournalEvent.Kind.init(rawValue:))
+            else { return false }
             line.event = kind
             return true
         case .dist: return assign(value, to: &line.dist)
@@ -269,7 +273,8 @@ struct JournalLineScanner {
 
     private func assign(_ value: Value, to field: inout String?) -> Bool {
         guard case .string(let range) = value else { return false }
-        field = text(range)
+        guard let text = text(range) else { return false }
+        field = text
         return true
     }
 
