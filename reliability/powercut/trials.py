@@ -262,7 +262,7 @@ class Trial:
         r = self.result
         # Temporary files a cut made durable (status.json is replaced without a sync) and nobody removes.
         r["stray_state_files"] = sorted(p.name for p in (self.back / "state").iterdir()
-                                        if p.name != "status.json" and not p.name.endswith(".jsonl"))
+                                        if p.name not in ("status.json", "walks.index") and not p.name.endswith(".jsonl"))
         r.update(corrupt=0, milestones_lost=0, milestones_duplicated=0, photos_duplicated=0, photos_lost=0,
                  fixes_lost=0, worst_loss_wall_s=0.0, worst_loss_gps_s=0.0, milestones=0, pending=0, thumbs_missing=0)
         finals = {}

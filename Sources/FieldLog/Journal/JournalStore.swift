@@ -28,6 +28,16 @@ public struct JournalStore: Sendable {
         }
     }
 
+    /// Removes the temporary files of whole-file replacements (`.NAME.PID.tmp`: status.json, walks.index)
+    /// that a crash or power cut left behind. Only the recorder calls it: a replacement may be under way in a
+    /// running recorder.
+    public func removeLeftovers() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for name in names where name.hasPrefix(".") && name.hasSuffix(".tmp") {
+            try? FileManager.default.removeItem(atPath: directory + "/" + name)
+        }
+    }
+
     /// Walk ids, oldest first.
     public func walkIDs() throws(JournalError) -> [String] {
         let names: [String]

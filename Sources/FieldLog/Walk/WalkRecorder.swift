@@ -57,6 +57,7 @@ public final class WalkRecorder: @unchecked Sendable {
         }
         lastSync = clock.now
         try store.prepare()
+        store.removeLeftovers()
         if let latest = try store.walkIDs().last {
             let removed = try JournalFile.repairTornTail(path: store.path(for: latest))
             if removed > 0 {
