@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -86,6 +87,10 @@ def run_walk(fieldlog, state, work):
     started = time.monotonic()
     # A session of its own: SIGINT goes to fieldlog too, not only to /usr/bin/time (which ignores it).
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, start_new_session=True)
+    # A binary that serves the backlog first may never get to the live walk: give up after the replay and a
+    # margin.
+    timer = threading.Timer(150, lambda: os.killpg(process.pid, signal.SIGINT))
+    timer.start()
     ready = served = None
     log = []
     for raw in process.stderr:
@@ -99,6 +104,7 @@ def run_walk(fieldlog, state, work):
             served = time.monotonic() - started
             os.killpg(process.pid, signal.SIGINT)
     process.wait()
+    timer.cancel()
     gpsd.kill()
     peak = next((int(l.split()[1]) / 1024 for l in log if l.startswith("peak ")), float("nan"))
     return ready, served, peak, "".join(log)

@@ -36,7 +36,7 @@ struct Tail: ParsableCommand, ConfiguredCommand {
         let store = JournalStore(directory: stateDirectory.path)
         let formatter = TailFormatter()
         func lines(from follower: JournalFollower) -> [String] {
-            follower.newLines().compactMap(JournalCodec.decode).map(formatter.line(for:))
+            follower.newLines().compactMap(JournalCodec.decode).compactMap(formatter.line(for:))
         }
         var walk: String?
         do {

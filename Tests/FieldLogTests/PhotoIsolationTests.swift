@@ -183,3 +183,9 @@ private struct MemoryCgroup {
     #expect(records.map(\.result) == [0, -3, 0])
     #expect(records[2].latitude == 1 && records[2].title == "t")
 }
+
+@Test func tailLeavesOutPhotoAttempts() {
+    let formatter = TailFormatter()
+    #expect(formatter.line(for: .event(JournalEvent(kind: .photoAttempt, wall: 0, message: "p1"))) == nil)
+    #expect(formatter.line(for: .event(JournalEvent(kind: .storageFailed, wall: 0, message: "full")))?.contains("storage failed: full") == true)
+}

@@ -9,8 +9,11 @@ import Darwin
 public struct TailFormatter {
     public init() {}
 
-    public func line(for record: JournalRecord) -> String {
+    /// The record's line, or nil for bookkeeping that says nothing to a person (a photo about to be decoded).
+    public func line(for record: JournalRecord) -> String? {
         switch record {
+        case let .event(event) where event.kind == .photoAttempt:
+            return nil
         case let .walkStart(id, time, every):
             return "\(clock(time))  walk \(id) started (milestone every \(metres(every)))"
         case let .point(point):
