@@ -5,7 +5,8 @@ import Foundation
 
 @testable import FieldLog
 
-private let apiKey = "0123456789abcdef0123456789abcdef"
+/// A placeholder, not a key: the target checks that whatever key fieldlog holds never shows in an error.
+private let apiKey = "FUZZ-PLACEHOLDER-NOT-A-KEY"
 private let source = try! FlickrSource(apiKey: apiKey, budget: RequestBudget())
 
 private func fail(_ what: String, _ body: UnsafeBufferPointer<UInt8>) -> Never {
