@@ -79,13 +79,7 @@ public enum ExifReading: Sendable {
                 executable, PhotoWorker.commandName, "--exif", "--address-space", "\(limits.addressSpace)", "--cpu",
                 "\(limits.cpuSeconds)",
             ]
-            var pid: pid_t = 0
-            let argv = arguments.map { strdup($0) } + [nil]
-            defer { argv.forEach { free($0) } }
-            let started = argv.withUnsafeBufferPointer { pointers in
-                csandbox_spawn(executable, pointers.baseAddress, input.descriptor, output.descriptor, report.descriptor, &pid)
-            }
-            guard started == 0 else { return [] }
+            let pid = try PhotoWorker.spawn(arguments, input: input, output: output, report: report)
             // A second per file, at least the photo limit: a stuck worker is killed and its file skipped.
             let deadline = Date().addingTimeInterval(max(limits.wallSeconds, Double(paths.count)))
             var code: Int32 = 0

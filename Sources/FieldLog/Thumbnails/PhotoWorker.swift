@@ -55,7 +55,7 @@ public struct IsolatedThumbnailer: ThumbnailMaker {
             executable, PhotoWorker.commandName, "--size", "\(size)", "--address-space", "\(limits.addressSpace)",
             "--decoder-memory", "\(limits.decoderMemory)", "--cpu", "\(limits.cpuSeconds)",
         ]
-        let pid = try spawn(arguments, input: input, output: output, report: report)
+        let pid = try PhotoWorker.spawn(arguments, input: input, output: output, report: report)
         let clock = ContinuousClock()
         let deadline = clock.now + .seconds(limits.wallSeconds)
         var pause = Duration.milliseconds(5)
@@ -98,22 +98,6 @@ public struct IsolatedThumbnailer: ThumbnailMaker {
         return Thumbnail(
             jpeg: bytes, width: numbers[0], height: numbers[1], sourceWidth: numbers[2], sourceHeight: numbers[3],
             orientation: numbers[4])
-    }
-
-    private func spawn(_ arguments: [String], input: MemoryFile, output: MemoryFile, report: MemoryFile) throws
-        -> pid_t
-    {
-        var pid: pid_t = 0
-        let argv = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        let rc = argv.withUnsafeBufferPointer { pointers in
-            csandbox_spawn(
-                executable, pointers.baseAddress, input.descriptor, output.descriptor, report.descriptor, &pid)
-        }
-        guard rc == 0 else {
-            throw PhotoWorkerError("cannot start the photo worker \(executable): \(String(cString: strerror(-rc)))")
-        }
-        return pid
     }
 
     private static func signalMeaning(_ signal: Int32) -> String {
@@ -183,6 +167,22 @@ public enum PhotoWorker {
             if FileIO.writeAll(line, to: STDOUT_FILENO) != nil { return 1 }
         }
         return 0
+    }
+
+    /// Starts `arguments[0]` with `input`, `output` and `report` as its standard input, output and error.
+    static func spawn(_ arguments: [String], input: MemoryFile, output: MemoryFile, report: MemoryFile)
+        throws(PhotoWorkerError) -> pid_t
+    {
+        var pid: pid_t = 0
+        let argv = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let rc = argv.withUnsafeBufferPointer { pointers in
+            csandbox_spawn(arguments[0], pointers.baseAddress, input.descriptor, output.descriptor, report.descriptor, &pid)
+        }
+        guard rc == 0 else {
+            throw PhotoWorkerError("cannot start the photo worker \(arguments[0]): \(String(cString: strerror(-rc)))")
+        }
+        return pid
     }
 
     private static func report(_ text: String) {
