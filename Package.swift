@@ -75,10 +75,24 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // Walks with known truth, as receivers report them: for the tests and the distance benchmark.
+        .target(
+            name: "WalkSimulation",
+            dependencies: ["FieldLog"]
+        ),
+        .executableTarget(
+            name: "walksim",
+            dependencies: [
+                "FieldLog",
+                "WalkSimulation",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .testTarget(
             name: "FieldLogTests",
             dependencies: [
                 "FieldLog",
+                "WalkSimulation",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -189,6 +189,7 @@ int cgps_read(cgps_session *session, cgps_fix *out) {
     out->alt = fix->mode >= MODE_3D ? finite_or_nan(fix->altHAE) : NAN;
     out->eph = finite_or_nan(fix->eph);
     out->speed = finite_or_nan(fix->speed);
+    out->track = finite_or_nan(fix->track);
     return CGPS_READ_FIX;
 }
 

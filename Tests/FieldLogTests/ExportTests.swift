@@ -14,7 +14,7 @@ private func point(
     let fix = Fix(
         time: start + seconds, latitude: latitude, longitude: longitude, altitude: altitude,
         horizontalError: error)
-    return .point(TrackPoint(fix: fix, segment: segment, distance: distance, isAnchor: true))
+    return .point(TrackPoint(fix: fix, segment: segment, distance: distance))
 }
 
 private func milestone(_ index: Int, _ seconds: Double, _ latitude: Double, _ longitude: Double, distance: Double)

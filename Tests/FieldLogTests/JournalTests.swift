@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WalkSimulation
 
 @testable import FieldLog
 
@@ -15,16 +16,16 @@ private let everyKind: [JournalRecord] = [
         TrackPoint(
             fix: Fix(
                 time: start, latitude: 47.3769123, longitude: 8.5417456, altitude: 408.52, horizontalError: 3.25,
-                mode: 3),
-            segment: 0, distance: 0, isAnchor: true)),
+                mode: 3, speed: 1.43, track: 359.99),
+            segment: 0, distance: 0)),
     .point(
         TrackPoint(
-            fix: Fix(time: start + 1.5, latitude: -33.8688197, longitude: -151.2092955, mode: 2),
-            segment: 3, distance: 12_345.67, isAnchor: false)),
+            fix: Fix(time: start + 1.5, latitude: -33.8688197, longitude: -151.2092955, mode: 2, speed: 0),
+            segment: 3, distance: 12_345.67)),
     .point(
         TrackPoint(
             fix: Fix(time: start + 2, latitude: 89.9999, longitude: -180, altitude: -12.5, horizontalError: 50),
-            segment: 1, distance: 0.01, isAnchor: true)),
+            segment: 1, distance: 0.01)),
     .milestone(Milestone(index: 0, time: start, latitude: 47.3769123, longitude: 8.5417456, distance: 0)),
     .milestone(Milestone(index: 17, time: start + 900.125, latitude: 0, longitude: 179.9999999, distance: 1700.42)),
     .segment(SegmentBreak(index: 2, time: start + 100, gap: 61.5)),
@@ -97,17 +98,18 @@ private func lineType(_ line: String) -> String? {
     let point = JournalCodec.encode(
         .point(
             TrackPoint(
-                fix: Fix(time: start + 0.2, latitude: 47.5, longitude: 8.25, horizontalError: 4, mode: 3),
-                segment: 1, distance: 12.5, isAnchor: true)))
+                fix: Fix(
+                    time: start + 0.2, latitude: 47.5, longitude: 8.25, horizontalError: 4, mode: 3, speed: 1.38,
+                    track: 92.5),
+                segment: 1, distance: 12.5)))
     #expect(
         point
-            == #"{"anchor":true,"dist":12.5,"eph":4,"lat":47.5,"lon":8.25,"mode":3,"seg":1,"time":"2026-11-18T09:46:40.2Z","type":"fix"}"#
+            == #"{"dist":12.5,"eph":4,"lat":47.5,"lon":8.25,"mode":3,"seg":1,"speed":1.38,"time":"2026-11-18T09:46:40.2Z","track":92.5,"type":"fix"}"#
     )
-    let notAnchor = JournalCodec.encode(
+    let bare = JournalCodec.encode(
         .point(
-            TrackPoint(fix: Fix(time: start, latitude: 1, longitude: 2), segment: 0, distance: 0, isAnchor: false)))
-    #expect(!notAnchor.contains("anchor"))
-    #expect(!notAnchor.contains("alt") && !notAnchor.contains("eph"))
+            TrackPoint(fix: Fix(time: start, latitude: 1, longitude: 2), segment: 0, distance: 0)))
+    #expect(!bare.contains("alt") && !bare.contains("eph") && !bare.contains("speed") && !bare.contains("track"))
     #expect(
         JournalCodec.encode(.walkEnd(time: start, distance: 10))
             == #"{"dist":10,"time":"2026-11-18T09:46:40Z","type":"walk_end"}"#)
@@ -126,10 +128,12 @@ private func lineType(_ line: String) -> String? {
             longitude: round == 1 ? 0.00001 : Double.random(in: -180...180, using: &generator),
             altitude: Bool.random(using: &generator) ? Double.random(in: -500...9000, using: &generator) : nil,
             horizontalError: Bool.random(using: &generator) ? Double.random(in: 0...100, using: &generator) : nil,
-            mode: Int.random(in: 2...3, using: &generator))
+            mode: Int.random(in: 2...3, using: &generator),
+            speed: Bool.random(using: &generator) ? Double.random(in: 0...60, using: &generator) : nil,
+            track: Bool.random(using: &generator) ? Double.random(in: 0..<360, using: &generator) : nil)
         let point = TrackPoint(
             fix: fix, segment: Int.random(in: 0...500, using: &generator),
-            distance: Double.random(in: 0...200_000, using: &generator), isAnchor: Bool.random(using: &generator))
+            distance: Double.random(in: 0...200_000, using: &generator))
         let line = JournalCodec.encodeFix(point)
         let reference = try encoder.encode(JournalLine(.point(point)))
         let ours = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? NSDictionary, "\(line)")
@@ -143,8 +147,8 @@ private func lineType(_ line: String) -> String? {
     let precise = TrackPoint(
         fix: Fix(
             time: start + 0.12345, latitude: 47.123456789, longitude: -8.987654321, altitude: 400.123456,
-            horizontalError: 3.14159),
-        segment: 0, distance: 1234.56789, isAnchor: true)
+            horizontalError: 3.14159, speed: 1.23456, track: 123.456),
+        segment: 0, distance: 1234.56789)
     let decoded = try #require(decode(JournalCodec.encode(.point(precise))))
     guard case let .point(point) = decoded else {
         Issue.record("decoded \(decoded)")
@@ -154,17 +158,23 @@ private func lineType(_ line: String) -> String? {
     #expect(point.fix.longitude == -8.9876543)
     #expect(point.fix.altitude == 400.12)
     #expect(point.fix.horizontalError == 3.14)
+    #expect(point.fix.speed == 1.23)
+    #expect(point.fix.track == 123.46)
     #expect(point.distance == 1234.57)
     #expect(abs(point.fix.time - (start + 0.123)) < 1e-6)
     // The rounded value is a fixed point: journaling it again changes nothing.
     #expect(decode(JournalCodec.encode(decoded)) == decoded)
 }
 
-@Test func olderFixLinesWithoutModeOrAnchorStillDecode() {
+@Test func olderFixLinesWithoutModeOrWithAnchorStillDecode() {
     let line = #"{"dist":5,"lat":47,"lon":8,"seg":0,"time":"2026-11-18T09:46:40Z","type":"fix"}"#
     let expected = JournalRecord.point(
-        TrackPoint(fix: Fix(time: start, latitude: 47, longitude: 8, mode: 2), segment: 0, distance: 5, isAnchor: false))
+        TrackPoint(fix: Fix(time: start, latitude: 47, longitude: 8, mode: 2), segment: 0, distance: 5))
     #expect(decode(line) == expected)
+    let anchored = #"{"anchor":true,"dist":5,"lat":47,"lon":8,"seg":0,"time":"2026-11-18T09:46:40Z","type":"fix"}"#
+    #expect(decode(anchored) == expected)
+    var text = anchored
+    #expect(text.withUTF8 { JournalLineScanner.scan($0) } == expected, "old journals stay on the fast path")
 }
 
 @Test(arguments: [
@@ -186,7 +196,8 @@ private func lineType(_ line: String) -> String? {
     #"{"type":"walk_end","time":1779443256,"dist":1}"#,
     #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":"47","lon":8,"seg":0,"dist":0}"#,
     #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":0.5,"dist":0}"#,
-    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":0,"dist":0,"anchor":"yes"}"#,
+    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":0,"dist":0,"speed":"fast"}"#,
+    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":0,"dist":0,"track":true}"#,
     #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":0,"dist":0,"mode":"3"}"#,
     #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":null,"lon":8,"seg":0,"dist":0}"#,
     #"{"type":"milestone","index":1.5,"time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"dist":150}"#,

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Testing
+import WalkSimulation
 
 @testable import FieldLog
 

@@ -2,6 +2,7 @@ import FieldLog
 import Foundation
 import Logging
 import Testing
+import WalkSimulation
 
 /// fieldlog against a real gpsd fed by gpsfake: real captures and long generated walks.
 @Suite(.serialized, .enabled(if: Harness.gpsfakeAvailable, "needs gpsd and gpsfake (apt: gpsd gpsd-clients)"))

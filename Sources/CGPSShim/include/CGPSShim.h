@@ -19,7 +19,8 @@ typedef struct {
     double lon;
     double alt;         // metres above the ellipsoid (altHAE), NaN when absent or not 3D
     double eph;         // metres, NaN when absent
-    double speed;       // m/s, NaN when absent
+    double speed;       // m/s over ground, NaN when absent
+    double track;       // degrees from true north, NaN when absent (gpsd sends none when it derived `speed` itself)
 } cgps_fix;
 
 enum {

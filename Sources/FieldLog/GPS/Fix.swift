@@ -10,10 +10,15 @@ public struct Fix: Sendable, Equatable {
     public var horizontalError: Double?
     /// 2 for a 2D fix, 3 for 3D.
     public var mode: Int
+    /// Speed over ground, m/s. Receivers measure it from the Doppler shift; for receivers that send none,
+    /// gpsd derives it from positions (and then sends no `track`).
+    public var speed: Double?
+    /// Course over ground, degrees from true north.
+    public var track: Double?
 
     public init(
         time: Double, latitude: Double, longitude: Double, altitude: Double? = nil,
-        horizontalError: Double? = nil, mode: Int = 3
+        horizontalError: Double? = nil, mode: Int = 3, speed: Double? = nil, track: Double? = nil
     ) {
         self.time = time
         self.latitude = latitude
@@ -21,5 +26,7 @@ public struct Fix: Sendable, Equatable {
         self.altitude = altitude
         self.horizontalError = horizontalError
         self.mode = mode
+        self.speed = speed
+        self.track = track
     }
 }

@@ -201,7 +201,9 @@ extension Fix {
             latitude: raw.lat, longitude: raw.lon,
             altitude: raw.alt.isFinite ? raw.alt : nil,
             horizontalError: raw.eph.isFinite ? raw.eph : nil,
-            mode: Int(raw.mode))
+            mode: Int(raw.mode),
+            speed: raw.speed.isFinite && raw.speed >= 0 ? raw.speed : nil,
+            track: raw.track.isFinite ? raw.track : nil)
     }
 }
 

@@ -15,7 +15,8 @@ struct JournalLine: Codable {
     var mode: Int?
     var seg: Int?
     var dist: Double?
-    var anchor: Bool?
+    var speed: Double?
+    var track: Double?
     var index: Int?
     var gap: Double?
     var every: Double?
@@ -38,7 +39,7 @@ struct JournalLine: Codable {
     var parsedTime: Double?
 
     enum CodingKeys: String, CodingKey {
-        case type, walk, time, wall, lat, lon, alt, eph, mode, seg, dist, anchor, index, gap, every, event, message
+        case type, walk, time, wall, lat, lon, alt, eph, mode, seg, dist, speed, track, index, gap, every, event, message
         case status, source, photo, title, owner, license, page, url, taken, cache, radius
         case ownerID = "owner_id"
     }
@@ -64,7 +65,8 @@ struct JournalLine: Codable {
             mode = point.fix.mode
             seg = point.segment
             dist = Rounding.metres(point.distance)
-            anchor = point.isAnchor ? true : nil
+            speed = point.fix.speed.map(Rounding.metres)
+            track = point.fix.track.map(Rounding.metres)
         case let .milestone(milestone):
             self.init(type: "milestone")
             index = milestone.index
@@ -124,8 +126,8 @@ struct JournalLine: Codable {
             guard let parsedTime, let lat, let lon, let seg, let dist else { return nil }
             let fix = Fix(
                 time: parsedTime, latitude: lat, longitude: lon, altitude: alt, horizontalError: eph,
-                mode: mode ?? 2)
-            return .point(TrackPoint(fix: fix, segment: seg, distance: dist, isAnchor: anchor ?? false))
+                mode: mode ?? 2, speed: speed, track: track)
+            return .point(TrackPoint(fix: fix, segment: seg, distance: dist))
         case "milestone":
             guard let index, let parsedTime, let lat, let lon, let dist else { return nil }
             return .milestone(
@@ -200,7 +202,6 @@ public enum JournalCodec {
             line.appendDecimal(altitude, digits: ExportPrecision.metres)
             line.append(",")
         }
-        if point.isAnchor { line.append("\"anchor\":true,") }
         line.append("\"dist\":")
         line.appendDecimal(point.distance, digits: ExportPrecision.metres)
         if let error = point.fix.horizontalError {
@@ -215,8 +216,16 @@ public enum JournalCodec {
         line.append(point.fix.mode)
         line.append(",\"seg\":")
         line.append(point.segment)
+        if let speed = point.fix.speed {
+            line.append(",\"speed\":")
+            line.appendDecimal(speed, digits: ExportPrecision.metres)
+        }
         line.append(",\"time\":")
         line.appendJSONTime(point.fix.time)
+        if let track = point.fix.track {
+            line.append(",\"track\":")
+            line.appendDecimal(track, digits: ExportPrecision.metres)
+        }
         line.append(",\"type\":\"fix\"}")
         return String(decoding: line.bytes, as: UTF8.self)
     }

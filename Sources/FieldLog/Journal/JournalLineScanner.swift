@@ -184,7 +184,7 @@ struct JournalLineScanner {
 
     private enum Field: Int {
         case type, time, walk, wall, lat, lon, alt, anchor, eph, every, event, dist, gap, radius, mode, seg, index
-        case message, status, source, photo, title, owner, ownerID, license, page, url, taken, cache
+        case message, status, source, photo, title, owner, ownerID, license, page, url, taken, cache, speed, track
     }
 
     /// The field a key names, matched on its bytes; nil for unknown keys, whose lines go the slow way.
@@ -192,7 +192,7 @@ struct JournalLineScanner {
         guard key.count >= 3 else { return nil }
         switch bytes[key.lowerBound] {
         case UInt8(ascii: "t"):
-            return matches(key, "type") ? .type : matches(key, "time") ? .time
+            return matches(key, "type") ? .type : matches(key, "time") ? .time : matches(key, "track") ? .track
                 : matches(key, "title") ? .title : matches(key, "taken") ? .taken : nil
         case UInt8(ascii: "w"): return matches(key, "walk") ? .walk : matches(key, "wall") ? .wall : nil
         case UInt8(ascii: "l"):
@@ -205,7 +205,8 @@ struct JournalLineScanner {
         case UInt8(ascii: "r"): return matches(key, "radius") ? .radius : nil
         case UInt8(ascii: "m"): return matches(key, "mode") ? .mode : matches(key, "message") ? .message : nil
         case UInt8(ascii: "s"):
-            return matches(key, "seg") ? .seg : matches(key, "status") ? .status : matches(key, "source") ? .source : nil
+            return matches(key, "seg") ? .seg : matches(key, "speed") ? .speed : matches(key, "status") ? .status
+                : matches(key, "source") ? .source : nil
         case UInt8(ascii: "i"): return matches(key, "index") ? .index : nil
         case UInt8(ascii: "p"): return matches(key, "photo") ? .photo : matches(key, "page") ? .page : nil
         case UInt8(ascii: "o"): return matches(key, "owner") ? .owner : matches(key, "owner_id") ? .ownerID : nil
@@ -240,8 +241,8 @@ struct JournalLineScanner {
         case .lon: return assign(value, to: &line.lon)
         case .alt: return assign(value, to: &line.alt)
         case .anchor:
-            guard case .bool(let flag) = value else { return false }
-            line.anchor = flag
+            // Journals before the Doppler distance estimator marked anchor fixes; nothing reads it now.
+            guard case .bool = value else { return false }
             return true
         case .eph: return assign(value, to: &line.eph)
         case .every: return assign(value, to: &line.every)
@@ -268,6 +269,8 @@ struct JournalLineScanner {
         case .url: return assign(value, to: &line.url)
         case .taken: return assign(value, to: &line.taken)
         case .cache: return assign(value, to: &line.cache)
+        case .speed: return assign(value, to: &line.speed)
+        case .track: return assign(value, to: &line.track)
         }
     }
 

@@ -6,11 +6,10 @@ public struct WalkLimits: Sendable, Equatable {
     public var maxHorizontalError: Double = 50
     /// Jumps that imply more than this speed (m/s) are dropped as outliers.
     public var maxSpeed: Double = 30
-    /// Movement below this many metres (or the fix's own eph, if larger) from the last counted point is
-    /// treated as jitter: a receiver standing still adds no distance.
+    /// A position may be off by this many metres (or the fix's own eph, if larger): the slack allowed on
+    /// top of `maxSpeed` before a jump is an outlier, and the least straight line bridged across a gap.
     public var minStep: Double = 5
-    /// The eph taken for a fix that reports none. Without it only `minStep` would stand between jitter and
-    /// the distance, and an ordinary receiver wandering 4 m around a standing walker adds hundreds of metres.
+    /// The eph taken for a fix that reports none.
     public var unknownHorizontalError: Double = 10
     /// No fix for more than this many seconds of GPS time starts a new track segment.
     public var segmentGap: Double = 30

@@ -4,9 +4,6 @@ public struct TrackPoint: Sendable, Equatable {
     public var segment: Int
     /// Distance walked from the start of the walk up to this point, metres.
     public var distance: Double
-    /// True when this point became the reference for measuring movement (distance was counted up to it,
-    /// or counting restarted here). Recovery needs it to continue measuring exactly where it stopped.
-    public var isAnchor: Bool
 }
 
 public struct Milestone: Sendable, Equatable {
@@ -32,8 +29,9 @@ public enum WalkEvent: Sendable, Equatable {
     case rejected(Fix, reason: String)
 }
 
-/// The walk's state machine: filters fixes, measures distance along the path and places milestones.
-/// It runs on GPS time only, so a replayed capture gives the same walk at any speed.
+/// The walk's state machine: filters fixes, splits segments, places milestones, and leaves measuring the
+/// distance along the path to `DistanceEstimator`. It runs on GPS time only, so a replayed capture gives
+/// the same walk at any speed.
 public struct WalkTracker: Sendable {
     public let limits: WalkLimits
     public private(set) var distance: Double = 0
@@ -42,7 +40,7 @@ public struct WalkTracker: Sendable {
     /// The next multiple of `milestoneEvery` the walk has to reach for a milestone.
     private var nextMilestoneDistance: Double = 0
     public private(set) var lastPoint: TrackPoint?
-    private var anchor: Fix?
+    private var estimator = DistanceEstimator()
     private var speedRejections = 0
     /// An outlier reference would reject every good fix after it; after this many rejections in a row
     /// the walk restarts measuring from the newest fix.
@@ -60,11 +58,21 @@ public struct WalkTracker: Sendable {
         if let last = milestones.last {
             nextMilestoneDistance = nextMultiple(after: last.distance)
         }
-        if let last = points.last {
-            lastPoint = last
-            distance = last.distance
-            segment = last.segment
-            anchor = points.last(where: \.isAnchor)?.fix ?? last.fix
+        guard let last = points.last else { return }
+        lastPoint = last
+        distance = last.distance
+        segment = last.segment
+        // The estimator's state depends on the segment's last two minutes, and on whether the receiver
+        // measures speed: replaying them rebuilds it.
+        let since = last.fix.time - DistanceEstimator.memory
+        var first = points.endIndex - 1
+        while first > points.startIndex, points[first - 1].segment == segment, points[first - 1].fix.time >= since {
+            first -= 1
+        }
+        let lastTelling = points[..<first].lastIndex { $0.fix.speed == nil || $0.fix.track != nil }
+        estimator = DistanceEstimator(measuresSpeed: lastTelling.map { points[$0].fix.track != nil } ?? false)
+        for point in points[first...] {
+            _ = estimator.advance(to: point.fix)
         }
     }
 
@@ -85,7 +93,7 @@ public struct WalkTracker: Sendable {
         if let flaw = Self.flaw(of: fix, limits: limits) {
             return [.rejected(fix, reason: flaw)]
         }
-        guard let last = lastPoint, let anchor else {
+        guard let last = lastPoint else {
             return start(fix)
         }
         let elapsed = fix.time - last.fix.time
@@ -98,7 +106,6 @@ public struct WalkTracker: Sendable {
 
         var events: [WalkEvent] = []
         var newSegment = false
-        var isAnchor = false
         if elapsed > limits.segmentGap {
             segment += 1
             newSegment = true
@@ -114,17 +121,18 @@ public struct WalkTracker: Sendable {
         }
         speedRejections = 0
 
-        let moved = Geodesy.distance(anchor.latitude, anchor.longitude, fix.latitude, fix.longitude)
-        if newSegment && !plausible {
-            // Counting restarts here: whatever happened during the gap was not walked at a believable speed.
-            self.anchor = fix
-            isAnchor = true
-        } else if moved >= threshold {
-            distance += moved
-            self.anchor = fix
-            isAnchor = true
+        if newSegment {
+            estimator.restart()
+            _ = estimator.advance(to: fix)
+            // Across a gap only the straight line is known, and only if it was travelled at a believable
+            // speed and is more than the position's error.
+            if plausible && jump >= threshold {
+                distance += jump
+            }
+        } else {
+            distance += estimator.advance(to: fix)
         }
-        let point = TrackPoint(fix: fix, segment: segment, distance: distance, isAnchor: isAnchor)
+        let point = TrackPoint(fix: fix, segment: segment, distance: distance)
         lastPoint = point
         events.append(.point(point))
         if distance >= nextMilestoneDistance {
@@ -134,9 +142,9 @@ public struct WalkTracker: Sendable {
     }
 
     private mutating func start(_ fix: Fix) -> [WalkEvent] {
-        let point = TrackPoint(fix: fix, segment: segment, distance: distance, isAnchor: true)
+        let point = TrackPoint(fix: fix, segment: segment, distance: distance)
         lastPoint = point
-        anchor = fix
+        _ = estimator.advance(to: fix)
         return [.point(point), .milestone(recordMilestone(at: point))]
     }
 
