@@ -3,9 +3,9 @@
 
     bench/walk.py HOURS OUT.nmea
 
-Walking at 1.4 m/s with gentle bends, a 5-minute stop (receiver jitter of 3 m) every hour, and ±1 m of
-noise on every fix: what a receiver in a pocket reports. Deterministic (fixed seed), starts 2024-05-18 08:00 UTC
-in Edinburgh. Port of Tests/FieldLogTests/Support/SyntheticWalk.swift's NMEA output.
+Walking at 1.4 m/s with gentle bends, a 5-minute stop (receiver jitter of 3 m, speed under 0.3 m/s) every
+hour, and ±1 m of noise on every fix: what a receiver in a pocket reports. Deterministic (fixed seed), starts 2024-05-18 08:00 UTC
+in Edinburgh. Its sentences are those of Sources/WalkSimulation (walksim), which makes the shorter walks.
 """
 import math
 import random
@@ -59,7 +59,8 @@ def main():
             la = angle(abs(flat), 2) + (",N" if flat >= 0 else ",S")
             lo = angle(abs(flon), 3) + (",E" if flon >= 0 else ",W")
             f.write(sentence(f"GPGGA,{clock},{la},{lo},1,09,0.9,61.0,M,51.0,M,,"))
-            f.write(sentence(f"GPRMC,{clock},A,{la},{lo},2.7,{int(heading) % 360},{date},,,A"))
+            knots = rng.uniform(0, 0.3) / 0.514444 if standing else 1.4 / 0.514444
+            f.write(sentence(f"GPRMC,{clock},A,{la},{lo},{knots:.3f},{int(heading) % 360},{date},,,A"))
 
 
 if __name__ == "__main__":

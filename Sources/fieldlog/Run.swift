@@ -45,7 +45,7 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
     @Option(help: "Drop jumps implying more than this speed, in m/s.")
     var maxSpeed: Double = WalkLimits().maxSpeed
 
-    @Option(help: "Movement below this many metres (or the fix's eph, if larger) is jitter, not distance.")
+    @Option(help: "A position may be off by this many metres (or its eph, if larger): slack for jumps and gaps.")
     var minStep: Double = WalkLimits().minStep
 
     @Flag(help: "Stop when gpsd closes the connection instead of reconnecting (replays, demos).")

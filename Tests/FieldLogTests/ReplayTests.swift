@@ -111,6 +111,28 @@ struct ReplayTests {
         #expect(log.milestones.count == 1)
     }
 
+    /// The distance goals through a real gpsd: switchbacks from a receiver that measures its speed, and a
+    /// curvy path from one that does not (empty RMC speed, so gpsd derives a speed and sends no track).
+    @Test(arguments: [(PathShape.switchbacks, true, 0.03), (.curvy, false, 0.06)])
+    func realisticReceiverThroughGPSDMeasuresWhatWasWalked(shape: PathShape, measuresSpeed: Bool, tolerance: Double)
+        async throws
+    {
+        let walk = shape.walk(receiver: .realistic(wander: 5, reportedError: 2, measuresSpeed: measuresSpeed), seed: 4)
+        let capture = directory + "/\(shape.rawValue).nmea"
+        try walk.write(to: capture)
+        let outcome = try await record(capture, delay: 0.001)
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        let log = try #require(try walks().first)
+        #expect(log.points.count >= walk.fixes.count - 2, "\(log.points.count) of \(walk.fixes.count) epochs")
+        // gpsd's fixes as the journal has them: Doppler speed with a course, or a derived speed without.
+        #expect(log.points.dropFirst().allSatisfy { $0.fix.speed != nil && ($0.fix.track != nil) == measuresSpeed })
+        let eph = try #require(log.points.first?.fix.horizontalError)
+        #expect(abs(eph - walk.fixes[0].horizontalError!) < 0.01, "gpsd's eph is 19 x HDOP: \(eph) m")
+        let error = abs(log.distance - walk.trueDistance) / walk.trueDistance
+        #expect(error < tolerance, "measured \(log.distance) m, walked \(walk.trueDistance) m")
+        #expect(abs(log.milestones.count - (Int(walk.trueDistance / 100) + 1)) <= 1)
+    }
+
     @Test func longWalkMeasuresWhatWasWalked() async throws {
         var walk = SyntheticWalk()
         // Two hours at 1.4 m/s with bends, a 10-minute stop, a tunnel and stray fixes.
