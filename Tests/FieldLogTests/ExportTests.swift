@@ -9,11 +9,11 @@ private let start = Timestamp.parse("2026-11-18T09:46:40Z")!
 
 private func point(
     _ seconds: Double, _ latitude: Double, _ longitude: Double, segment: Int = 0, distance: Double = 0,
-    altitude: Double? = nil, error: Double? = nil
+    altitude: Double? = nil, error: Double? = nil, speed: Double? = nil, course: Double? = nil
 ) -> JournalRecord {
     let fix = Fix(
         time: start + seconds, latitude: latitude, longitude: longitude, altitude: altitude,
-        horizontalError: error)
+        horizontalError: error, speed: speed, track: course)
     return .point(TrackPoint(fix: fix, segment: segment, distance: distance))
 }
 
@@ -33,7 +33,7 @@ private func walk(_ records: [JournalRecord], id: String = "20261118T094640Z", e
 
 /// Two segments, altitude on some fixes, a milestone at the start and one at 1000 m, closed.
 private let closedWalk = walk([
-    point(0, 47.3769, 8.5417, distance: 0, altitude: 408.5, error: 3.2),
+    point(0, 47.3769, 8.5417, distance: 0, altitude: 408.5, error: 3.2, speed: 1.42, course: 359.5),
     milestone(0, 0, 47.3769, 8.5417, distance: 0),
     point(1, 47.3779, 8.5417, distance: 111.19, altitude: 409),
     .segment(SegmentBreak(index: 1, time: start + 100, gap: 99)),
@@ -92,12 +92,14 @@ func decimalsArePlainWithoutExponent(value: Double, digits: Int, expected: Strin
 
     let track = try #require(json["track"] as? [[String: Any]])
     #expect(track.count == 4)
-    #expect(Set(track[0].keys) == ["time", "lat", "lon", "alt", "eph", "segment"])
+    #expect(Set(track[0].keys) == ["time", "lat", "lon", "alt", "eph", "speed", "course", "segment"])
     #expect(track[0]["time"] as? String == "2026-11-18T09:46:40Z")
     #expect(track[0]["lat"] as? Double == 47.3769)
     #expect(track[0]["lon"] as? Double == 8.5417)
     #expect(track[0]["alt"] as? Double == 408.5)
     #expect(track[0]["eph"] as? Double == 3.2)
+    #expect(track[0]["speed"] as? Double == 1.42)
+    #expect(track[0]["course"] as? Double == 359.5)
     #expect(track[0]["segment"] as? Int == 0)
     #expect(Set(track[2].keys) == ["time", "lat", "lon", "segment"])
     #expect(track[2]["segment"] as? Int == 1)

@@ -2,7 +2,7 @@
 ///
 /// Schema (consumers rely on these keys; add fields, never rename):
 /// `{"walk":{"id","started","ended","open","distance_m","every_m"},
-///   "track":[{"time","lat","lon","alt"?,"eph"?,"segment"}],
+///   "track":[{"time","lat","lon","alt"?,"eph"?,"speed"?,"course"?,"segment"}],
 ///   "milestones":[{"index","time","lat","lon","distance_m","photo","photo_status"}]}`
 enum JSONExport {
     static func render(_ log: WalkLog, isCached: (String) -> Bool) -> [UInt8] {
@@ -34,6 +34,14 @@ enum JSONExport {
             if let error = point.fix.horizontalError {
                 out.append(",\"eph\":")
                 out.appendDecimal(error, digits: ExportPrecision.metres)
+            }
+            if let speed = point.fix.speed {
+                out.append(",\"speed\":")
+                out.appendDecimal(speed, digits: ExportPrecision.metres)
+            }
+            if let course = point.fix.track {
+                out.append(",\"course\":")
+                out.appendDecimal(course, digits: ExportPrecision.metres)
             }
             out.append(",\"segment\":")
             out.append(point.segment)
