@@ -183,7 +183,7 @@ struct FlickrOutageTests {
         flickr.add(.init(id: "6100", latitude: 55.9486, longitude: -3.1999, title: "Start", jpeg: jpeg))
         flickr.add(.init(id: "6101", latitude: 55.9493, longitude: -3.1988, title: "Next", jpeg: jpeg))
         try await flickr.start(tls: true)
-        let gpsd = try GPSFake(capture: capture, delay: 0.004, in: directory)
+        let gpsd = try await GPSFake(capture: capture, delay: 0.004, in: directory)
         let outcome = try await fieldlog(
             ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
              "--flickr-endpoint", flickr.endpoint, "--flickr-ca-file", FakeFlickr.tlsFixtures + "/ca.pem",
@@ -214,7 +214,7 @@ struct FlickrOutageTests {
         try await flickr.start()
         // Down: 503 for every call, until the walk is over.
         flickr.setFault(.serverError)
-        let gpsd = try GPSFake(capture: capture, delay: 0.004, in: directory)
+        let gpsd = try await GPSFake(capture: capture, delay: 0.004, in: directory)
         let recorder = try Child(
             Harness.fieldlog,
             ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,

@@ -103,7 +103,7 @@ struct LargePhotoTests {
         try FileManager.default.copyItem(
             atPath: Harness.fixtures + "/photos/" + largePhoto, toPath: photos + "/seeding_by_Clements_Engelhardt.jpg")
         let state = directory + "/state"
-        let gpsd = try GPSFake(capture: Harness.capture("bundg_zeus_9"), in: directory)
+        let gpsd = try await GPSFake(capture: Harness.capture("bundg_zeus_9"), in: directory)
         let run = [
             Harness.fieldlog, "run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--photos-dir", photos,
             "--cache-dir", directory + "/cache",

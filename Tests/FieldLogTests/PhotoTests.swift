@@ -35,7 +35,7 @@ struct PhotoTests {
     }
 
     func run(_ capture: String, extra: [String] = [], key: String = FakeFlickr.apiKey) async throws -> Outcome {
-        let gpsd = try GPSFake(capture: capture, delay: 0.002, in: directory)
+        let gpsd = try await GPSFake(capture: capture, delay: 0.002, in: directory)
         let outcome = try await fieldlog(
             ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
              "--flickr-endpoint", flickr.endpoint, "--photo-retry-max", "2"] + extra,
@@ -113,7 +113,7 @@ struct PhotoTests {
     @Test func photosAreBackFilledInOrderWhenTheNetworkReturns() async throws {
         let (capture, _) = try walkWithPhotos()
         let port = Int(Harness.freePort())
-        let gpsd = try GPSFake(capture: capture, delay: 0.004, in: directory)
+        let gpsd = try await GPSFake(capture: capture, delay: 0.004, in: directory)
         let recorder = try Child(
             Harness.fieldlog,
             ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
@@ -146,7 +146,7 @@ struct PhotoTests {
     @Test func milestonesLeftPendingAreServedAfterARestart() async throws {
         let (capture, _) = try walkWithPhotos()
         // First session: no photo source at all, so every milestone stays pending.
-        let gpsd = try GPSFake(capture: capture, delay: 0.002, in: directory)
+        let gpsd = try await GPSFake(capture: capture, delay: 0.002, in: directory)
         let first = try await fieldlog(["run", "--once", "--gpsd", gpsd.address, "--state-dir", state], in: directory)
         await gpsd.wait()
         #expect(first.status == 0, "\(first.stderr)")
@@ -175,7 +175,7 @@ struct PhotoTests {
         let credentials = directory + "/credentials"
         try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
         #expect(FileManager.default.createFile(atPath: credentials + "/flickr-api-key", contents: Data("\n".utf8)))
-        let gpsd = try GPSFake(capture: Harness.capture("bu303-moving"), in: directory)
+        let gpsd = try await GPSFake(capture: Harness.capture("bu303-moving"), in: directory)
         let outcome = try await fieldlog(
             ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
              "--api-key-file", "flickr-api-key"],
@@ -193,7 +193,7 @@ struct PhotoTests {
         try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
         #expect(FileManager.default.createFile(
             atPath: credentials + "/flickr-api-key", contents: Data((FakeFlickr.apiKey + "\n").utf8)))
-        let gpsd = try GPSFake(capture: capture, delay: 0.002, in: directory)
+        let gpsd = try await GPSFake(capture: capture, delay: 0.002, in: directory)
         let config = directory + "/fieldlog.conf"
         try """
             # as an administrator would write it

@@ -12,7 +12,7 @@ struct ReplayTests {
 
     /// Replays `capture` once through a private gpsd and records it with `fieldlog run --once`.
     func record(_ capture: String, extra: [String] = [], delay: Double = 0.002) async throws -> Outcome {
-        let gpsd = try GPSFake(capture: capture, delay: delay, in: directory)
+        let gpsd = try await GPSFake(capture: capture, delay: delay, in: directory)
         let outcome = try await fieldlog(["run", "--once", "--gpsd", gpsd.address, "--state-dir", state] + extra, in: directory)
         await gpsd.wait()
         return outcome
@@ -199,7 +199,7 @@ struct DaemonTests {
     /// reading and `run` rethrows, instead of reconnecting and dropping fixes.
     @Test func readerStopsAndRethrowsWhenItsHandlerFails() async throws {
         struct DiskFull: Error {}
-        let gpsd = try GPSFake(capture: Harness.capture("bundg_zeus_9"), delay: 0.05, in: directory)
+        let gpsd = try await GPSFake(capture: Harness.capture("bundg_zeus_9"), delay: 0.05, in: directory)
         let reader = GPSDReader(
             configuration: .init(host: "127.0.0.1", port: String(gpsd.port)), logger: Logger(label: "test"))
         let heard = EventLog()
@@ -250,7 +250,7 @@ struct DaemonTests {
     @Test func killDuringReplayLosesNothingSyncedAndCountsNothingTwice() async throws {
         var walk = SyntheticWalk()
         let first = try capture(&walk, "first", [.walk(seconds: 800, speed: 1.4, turn: 0.02)])
-        let gpsd = try GPSFake(capture: first, delay: 0.002, in: directory)
+        let gpsd = try await GPSFake(capture: first, delay: 0.002, in: directory)
         let recorder = try Child(
             Harness.fieldlog, ["run", "--gpsd", gpsd.address, "--state-dir", state], in: directory)
         #expect(await waitFor { ($0.first?.milestones.count ?? 0) >= 5 })
@@ -270,7 +270,7 @@ struct DaemonTests {
         // A minute later (GPS time) the walker is still walking when fieldlog comes back.
         let second = try capture(
             &walk, "second", [.noFix(seconds: 60, speed: 1.4), .walk(seconds: 900, speed: 1.4, turn: -0.02)])
-        let restartedGPSD = try GPSFake(capture: second, delay: 0.002, in: directory)
+        let restartedGPSD = try await GPSFake(capture: second, delay: 0.002, in: directory)
         let outcome = try await fieldlog(["run", "--once", "--gpsd", restartedGPSD.address, "--state-dir", state], in: directory)
         await restartedGPSD.wait()
         #expect(outcome.status == 0, "\(outcome.stderr)")

@@ -26,7 +26,7 @@ struct StorageFaultTests {
     /// The walk recorded on healthy storage.
     func control(_ capture: String) async throws -> WalkLog {
         let state = directory + "/control"
-        let gpsd = try GPSFake(capture: capture, in: directory)
+        let gpsd = try await GPSFake(capture: capture, in: directory)
         let outcome = try await fieldlog(["run", "--once", "--gpsd", gpsd.address, "--state-dir", state], in: directory)
         await gpsd.wait()
         #expect(outcome.status == 0, "\(outcome.stderr)")
@@ -46,7 +46,7 @@ struct StorageFaultTests {
     func record(_ capture: String, state: String, faults: [String], seconds: Double, photos: Bool = false) async throws
         -> Outcome
     {
-        let gpsd = try GPSFake(capture: capture, delay: 0.01, in: directory)
+        let gpsd = try await GPSFake(capture: capture, delay: 0.01, in: directory)
         var arguments = ["-x", Harness.fieldlog, "run", "--once", "--gpsd", gpsd.address, "--state-dir", state]
         if photos {
             arguments += ["--photos-dir", Harness.repository + "/demo/photos", "--cache-dir", state + "-cache"]
@@ -132,7 +132,7 @@ struct StorageFaultTests {
         let capture = try walkCapture()
         let healthy = try await control(capture)
         let state = directory + "/removed"
-        let gpsd = try GPSFake(capture: capture, delay: 0.01, in: directory)
+        let gpsd = try await GPSFake(capture: capture, delay: 0.01, in: directory)
         let recorder = try Child(
             Harness.fieldlog, ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state], in: directory)
         var removed = false

@@ -33,6 +33,21 @@ enum Harness {
     }
 
     /// A TCP port that was free a moment ago.
+    /// Whether something on 127.0.0.1 accepts a TCP connection on `port` now.
+    static func accepts(port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = port.bigEndian
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
     static func freePort() -> UInt16 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
@@ -160,11 +175,26 @@ final class GPSFake {
 
     /// `delay` is gpsfake's pause per sentence. gpsfake calls a replay failed when gpsd has not let go of
     /// the receiver 60 s after its input ran out (-W); on a loaded 2-core machine that takes longer.
-    init(capture: String, port: UInt16 = Harness.freePort(), delay: Double = 0.002, in directory: String) throws {
-        self.port = port
-        child = try Child(
-            "/usr/bin/gpsfake", ["-1", "-p", "-q", "-W", "240", "-c", String(delay), "-P", String(port), capture],
-            in: directory)
+    /// Returns once gpsd accepts connections. gpsfake connects as soon as gpsd's control socket exists,
+    /// which can be before gpsd listens on its port: on a loaded machine that start fails ("socket error,
+    /// Connection refused"), and it is tried again (on a new port, unless `port` is given).
+    init(capture: String, port fixedPort: UInt16? = nil, delay: Double = 0.002, in directory: String) async throws {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let port = fixedPort ?? Harness.freePort()
+            let child = try Child(
+                "/usr/bin/gpsfake", ["-1", "-p", "-q", "-W", "240", "-c", String(delay), "-P", String(port), capture],
+                in: directory)
+            let deadline = Date().addingTimeInterval(20)
+            while child.isRunning && !Harness.accepts(port: port) && Date() < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            if child.isRunning || attempt == 3 {
+                (self.port, self.child) = (port, child)
+                return
+            }
+        }
     }
 
     var address: String { "127.0.0.1:\(port)" }
