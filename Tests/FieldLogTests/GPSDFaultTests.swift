@@ -157,24 +157,10 @@ struct RealGPSDFaultTests {
         try? FileManager.default.removeItem(atPath: control)
         let child = try Child("/usr/sbin/gpsd", ["-N", "-n", "-b", "-S", String(port), "-F", control] + devices, in: directory)
         let deadline = Date().addingTimeInterval(20)
-        while !Self.accepts(port: port) && Date() < deadline {
+        while !Harness.accepts(port: port) && Date() < deadline {
             try await Task.sleep(for: .milliseconds(5))
         }
         return child
-    }
-
-    static func accepts(port: UInt16) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = port.bigEndian
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
     }
 
     /// Sends one command ("+/dev/pts/3" adds a receiver, "-/dev/pts/3" removes it) to gpsd's control socket.
