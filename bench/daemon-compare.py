@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Two fieldlog binaries over the same long walk, interleaved, with gpxlogger beside them: what a change costs.
 
-    bench/daemon-compare.py --before OLD_BINARY --after NEW_BINARY [--hours 4] [--reps 5]
+    bench/daemon-compare.py --before OLD_BINARY --after NEW_BINARY [--hours 4] [--reps 5] [--labels OLD NEW]
 
 Each repetition replays bench/walk.py's walk through gpsfake into `fieldlog run --once` (no photo source) for
 each binary, then into gpxlogger, in turn, so that the machine's load falls on all of them alike. Prints a
@@ -24,6 +24,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", required=True)
     parser.add_argument("--after", required=True)
+    parser.add_argument("--labels", nargs=2, default=["before", "after"], help="names for the two binaries")
     parser.add_argument("--hours", type=float, default=4)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--work", type=Path, default=HERE.parent / ".build-bench" / "compare")
@@ -44,14 +45,15 @@ def main():
     hours = runs["before"][0]["walked_hours"]
     per_hour = {name: [r["cpu"] / hours for r in rs] for name, rs in runs.items()}
     text = [f"Made by `bench/daemon-compare.py --hours {args.hours:g} --reps {args.reps}`: a {hours:.1f}-hour walk "
-            f"({runs['before'][0]['fixes']} fixes) through gpsfake `-c 0`, binaries interleaved. Machine: {machine()}; "
-            f"load average {load:.2f} before.", "",
+            f"({runs['before'][0]['fixes']} fixes) through gpsfake `-c 0`, binaries interleaved. Machine: {machine()} "
+            f"after the runs, {load:.2f} before.", "",
             "| run | CPU s per walked hour | vs before | distance m | milestones |", "|---|---|---|---|---|"]
     before = statistics.median(per_hour["before"])
     for name in ["before", "after"]:
         r0 = runs[name][0]
         distance = max(line["dist"] for line in _fixes(r0["journal"]))
-        text.append(f"| fieldlog {name} ({binaries[name]}) | {spread(per_hour[name], '{:.3f}')} "
+        label = args.labels[0 if name == "before" else 1]
+        text.append(f"| fieldlog {label} | {spread(per_hour[name], '{:.3f}')} "
                     f"| {statistics.median(per_hour[name]) / before:.3f}x | {distance:.0f} | {r0['milestones']} |")
     text.append(f"| gpxlogger | {spread(per_hour['gpxlogger'], '{:.3f}')} "
                 f"| {statistics.median(per_hour['gpxlogger']) / before:.3f}x | | |")

@@ -204,6 +204,9 @@ def main():
             "against 2002 m: the journal's rounding). *all fixes*: the length of gpxlogger's GPX track, what a GPS "
             "tool shows for it. *GPSLogger 10 m*: GPSLogger's distance filter on that track (keep a point only "
             "when it is at least 10 m from the last one kept).",
+            "- Real captures are gpsd's regression logs: short, only bundg_zeus_9 moves far, and the true lengths are "
+            "unknown. fieldlog drops fixes whose eph is above 50 m (`--max-eph`), gpxlogger keeps them "
+            "(haicom-305N's first minute, eph 140-400 m).",
             "- Milestones: walked is what a walk of that length has (one at the start, one per 100 m); recorded is "
             "what fieldlog journaled, or would have with the previous method. For standing, the error is the "
             "metres added."]
