@@ -4,7 +4,7 @@ import Foundation
 
 struct Export: ParsableCommand, ConfiguredCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Write a recorded walk as JSON, GPX or GeoJSON.",
+        abstract: "Write a recorded walk as JSON, GPX, GeoJSON or an HTML page.",
         discussion: """
             Reads one walk's journal from --state-dir (the latest walk unless --walk names one) and \
             writes it to OUTPUT in the format OUTPUT's extension names:
@@ -12,6 +12,8 @@ struct Export: ParsableCommand, ConfiguredCommand {
               .json     journal.json: the walk, its track points and its milestones
               .gpx      GPX 1.1: milestones as waypoints, a track segment per segment
               .geojson  GeoJSON (RFC 7946): the track as lines, milestones as points
+              .html     one page that needs nothing else: the photos newest first (or a grid) with \
+            their attribution and thumbnails inline from --cache-dir, the track as SVG
 
             --format overrides the extension. An OUTPUT of - writes to standard output and needs \
             --format. A file is written whole or not at all: the export goes to a temporary file \
@@ -58,8 +60,9 @@ struct Export: ParsableCommand, ConfiguredCommand {
         }
         // One listing of the cache, not a stat per milestone: a day's walk has a thousand of them.
         let cachedFiles = Set((try? FileManager.default.contentsOfDirectory(atPath: cacheDir)) ?? [])
-        let bytes = WalkExport.render(log, as: format) { key in
-            PhotoCandidate.isValidID(key) && cachedFiles.contains(key + ".jpg")
+        let isCached = { (key: String) in PhotoCandidate.isValidID(key) && cachedFiles.contains(key + ".jpg") }
+        let bytes = WalkExport.render(log, as: format, isCached: isCached) { key in
+            isCached(key) ? try? FileIO.readAll(cacheDir + "/" + key + ".jpg") : nil
         }
         if output == "-" {
             if let failure = FileIO.writeAll(bytes, to: STDOUT_FILENO) {
@@ -78,12 +81,12 @@ struct Export: ParsableCommand, ConfiguredCommand {
     private func outputFormat() throws -> ExportFormat {
         if let format { return format }
         guard output != "-" else {
-            throw CleanExit.failure("fieldlog: writing to standard output (-) needs --format json, gpx or geojson")
+            throw CleanExit.failure("fieldlog: writing to standard output (-) needs --format json, gpx, geojson or html")
         }
         guard let format = ExportFormat(pathExtension: (output as NSString).pathExtension) else {
             throw CleanExit.failure(
                 "fieldlog: cannot tell the format of \(output) from its extension: "
-                    + "name it .json, .gpx or .geojson, or pass --format")
+                    + "name it .json, .gpx, .geojson or .html, or pass --format")
         }
         return format
     }

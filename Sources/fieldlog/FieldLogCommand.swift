@@ -9,7 +9,10 @@ struct FieldLogCommand: AsyncParsableCommand {
             fieldlog reads live fixes from gpsd, records the walk in a crash-safe journal with a \
             milestone every --every metres, and exports it as JSON, GPX or GeoJSON.
             """,
-        subcommands: [Run.self, Tail.self, Status.self, Walks.self, Export.self, ThumbnailCommand.self, PhotoWorkerCommand.self]
+        subcommands: [
+            Run.self, Tail.self, Status.self, Walks.self, Export.self, Star.self, Unstar.self, ThumbnailCommand.self,
+            PhotoWorkerCommand.self,
+        ]
     )
 
     /// The command line with fieldlog.conf's settings in front of it.

@@ -4,7 +4,10 @@ import FieldLog
 struct Walks: ParsableCommand, ConfiguredCommand {
     static let configuration = CommandConfiguration(
         abstract: "List recorded walks.",
-        discussion: "One line per walk, oldest first: id, start and end (GPS time, UTC), distance, milestones."
+        discussion: """
+            One line per walk, oldest first: id, start and end (GPS time, UTC), distance, milestones, and \
+            favourites (`fieldlog star`).
+            """
     )
 
     static let configKeys: Set<String> = ["state-dir"]
@@ -22,14 +25,14 @@ struct Walks: ParsableCommand, ConfiguredCommand {
                 print("no walks in \(store.directory)")
                 return
             }
-            print("ID                  STARTED               ENDED                 DISTANCE  MILESTONES")
+            print("ID                  STARTED               ENDED                 DISTANCE  MILESTONES  FAVOURITES")
             for walk in walks {
                 let started = walk.started.map(Timestamp.format) ?? "-"
                 let ended = walk.ended.map(Timestamp.format) ?? "(open)"
                 let distance: String = String(Int(walk.distance.rounded())) + " m"
                 let columns: [String] = [
                     walk.id.padding(19), started.padding(21), ended.padding(21), distance.padding(9, left: true),
-                    String(walk.milestones).padding(11, left: true),
+                    String(walk.milestones).padding(11, left: true), String(walk.favourites).padding(11, left: true),
                 ]
                 print(columns.joined(separator: " "))
             }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import WalkSimulation
 
 @testable import FieldLog
 
@@ -106,7 +107,7 @@ func decimalsArePlainWithoutExponent(value: Double, digits: Int, expected: Strin
 
     let milestones = try #require(json["milestones"] as? [[String: Any]])
     #expect(milestones.count == 2)
-    #expect(Set(milestones[1].keys) == ["index", "time", "lat", "lon", "distance_m", "photo", "photo_status"])
+    #expect(Set(milestones[1].keys) == ["index", "time", "lat", "lon", "distance_m", "starred", "photo", "photo_status"])
     #expect(milestones[1]["photo_status"] as? String == "pending")
     #expect(milestones[1]["index"] as? Int == 1)
     #expect(milestones[1]["time"] as? String == "2026-11-18T09:48:20Z")
@@ -319,4 +320,82 @@ private let photographed: WalkLog = {
     let first = try #require(features.first { ($0["properties"] as? [String: Any])?["index"] as? Int == 0 })
     let photo = try #require((first["properties"] as? [String: Any])?["photo"] as? [String: Any])
     #expect(photo["id"] as? String == "53012345678")
+}
+
+// MARK: - Favourites and the HTML page
+
+private let starredWalk: WalkLog = {
+    var log = photographed
+    log.apply(.star(milestone: 1, starred: true, wall: 1_779_443_256))
+    log.apply(.star(milestone: 0, starred: true, wall: 1_779_443_257))
+    log.apply(.star(milestone: 0, starred: false, wall: 1_779_443_258))
+    return log
+}()
+
+@Test func favouritesAreMarkedInEveryExport() throws {
+    #expect(starredWalk.starred == [1], "the last mark for a milestone counts")
+    let milestones = try #require(try object(starredWalk, .json)["milestones"] as? [[String: Any]])
+    #expect(milestones.map { $0["starred"] as? Bool } == [false, true])
+    let features = try #require(try object(starredWalk, .geojson)["features"] as? [[String: Any]])
+    let starred = features.compactMap { ($0["properties"] as? [String: Any])?["starred"] as? Bool }
+    #expect(starred == [false, true])
+    let gpx = text(starredWalk, .gpx)
+    #expect(gpx.components(separatedBy: "<sym>Favorite</sym><type>favourite</type>").count - 1 == 1)
+    #expect(try schemaErrors(WalkExport.render(starredWalk, as: .gpx)) == nil)
+    let html = text(starredWalk, .html)
+    #expect(html.contains("<article class=\"card starred\" data-milestone=\"1\""))
+    #expect(html.contains("<article class=\"card\" data-milestone=\"0\""))
+}
+
+@Test func htmlIsOnePageThatLoadsNothingAndEscapesEverything() throws {
+    var log = closedWalk
+    let hostile = PhotoCandidate(
+        id: "1", title: "<script>alert(\"x\")</script>", ownerName: "O'Brien & \"Co\"", ownerID: "1@N00",
+        license: "CC BY 2.0", pageURL: "javascript:alert(1)", latitude: 47.377, longitude: 8.5418,
+        imageURL: "https://live.staticflickr.com/1/1_a_z.jpg")
+    log.apply(.photo(MilestonePhoto(milestone: 0, source: "flickr", outcome: .found(hostile, distance: 3, cacheKey: "flickr-1"))))
+    let jpeg: [UInt8] = [0xFF, 0xD8, 0xFF, 0xD9]
+    let html = String(decoding: WalkExport.render(log, as: .html, isCached: { _ in true }, thumbnail: { _ in jpeg }), as: UTF8.self)
+    #expect(html.hasPrefix("<!DOCTYPE html>"))
+    #expect(html.contains("Content-Security-Policy\" content=\"default-src 'none'; img-src data:"))
+    #expect(!html.lowercased().contains("<script"))
+    #expect(html.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;"))
+    #expect(html.contains("O&apos;Brien &amp; &quot;Co&quot;"))
+    #expect(!html.contains("javascript:"), "only https photo pages are linked")
+    #expect(html.contains("src=\"data:image/jpeg;base64,/9j/2Q==\""))
+    // Nothing fetched from anywhere: the only URLs are the SVG namespace and links to photo pages.
+    #expect(!html.contains("src=\"http") && !html.contains("url(") && !html.contains("@import"))
+    #expect(html.components(separatedBy: "<svg").count - 1 == 1)
+    #expect(html.components(separatedBy: "data-milestone=").count - 1 == log.milestones.count)
+}
+
+@Test func htmlSaysWhyAMilestoneHasNoPhoto() {
+    var log = photographed
+    log.apply(.milestone(Milestone(index: 2, time: start + 200, latitude: 47.39, longitude: 8.5417, distance: 2000)))
+    // 0: found but evicted from the cache; 1: none nearby; 2: pending.
+    let html = text(log, .html)
+    #expect(html.contains("Thumbnail no longer in the cache."))
+    #expect(html.contains("No photo: none taken within 31 km."))
+    #expect(html.contains("No photo yet: still being looked for."))
+    #expect(html.contains("<a href=\"https://www.flickr.com/photos/12345678@N00/53012345678/\" rel=\"noopener noreferrer\">photo page</a>"))
+    // Newest first.
+    let order = ["data-milestone=\"2\"", "data-milestone=\"1\"", "data-milestone=\"0\""].map { html.range(of: $0)!.lowerBound }
+    #expect(order == order.sorted())
+}
+
+@Test func htmlTrackOfADayIsSimplifiedToWhatAScreenShows() throws {
+    // A day of fixes wandering a few metres around a 120 km path: 86,400 points, a few thousand drawn.
+    var random = SplitMix(seed: 3)
+    let records = (0..<86_400).map { (second: Int) -> JournalRecord in
+        let step = Double(second)
+        return point(
+            step, 47 + step * 1e-5 + random.next(in: -2e-5..<2e-5), 8 + sin(step / 2000) * 0.05,
+            segment: second / 3600, distance: step * 1.4)
+    }
+    let html = text(walk(records), .html)
+    let svg = try #require(html.range(of: "<svg").map { html[$0.lowerBound...] }?.prefix { $0 != "\u{0}" })
+    let vertices = svg.components(separatedBy: "L").count + svg.components(separatedBy: "M").count
+    #expect(vertices < 10_000, "\(vertices) vertices drawn")
+    #expect(svg.components(separatedBy: "class=\"seg\"").count - 1 == 24)
+    #expect(svg.components(separatedBy: "class=\"gap\"").count - 1 == 23)
 }

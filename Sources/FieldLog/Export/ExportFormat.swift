@@ -3,8 +3,9 @@ public enum ExportFormat: String, CaseIterable, Sendable {
     case json
     case gpx
     case geojson
+    case html
 
-    /// The format a file name's extension asks for: `json`, `gpx` or `geojson`, in any case.
+    /// The format a file name's extension asks for: `json`, `gpx`, `geojson` or `html`, in any case.
     public init?(pathExtension: String) {
         self.init(rawValue: pathExtension.lowercased())
     }
@@ -13,14 +14,17 @@ public enum ExportFormat: String, CaseIterable, Sendable {
 /// Turns a walk's journal into a file a map, a GIS or a script can read.
 public enum WalkExport {
     /// `isCached` tells whether a photo's thumbnail is still in the on-device cache (it may have been
-    /// evicted; the journal keeps the photo's metadata regardless).
+    /// evicted; the journal keeps the photo's metadata regardless); `thumbnail` reads it, for the HTML
+    /// page, which carries the thumbnails inside it.
     public static func render(
-        _ log: WalkLog, as format: ExportFormat, isCached: (String) -> Bool = { _ in false }
+        _ log: WalkLog, as format: ExportFormat, isCached: (String) -> Bool = { _ in false },
+        thumbnail: (String) -> [UInt8]? = { _ in nil }
     ) -> [UInt8] {
         switch format {
         case .json: JSONExport.render(log, isCached: isCached)
         case .gpx: GPXExport.render(log)
         case .geojson: GeoJSONExport.render(log, isCached: isCached)
+        case .html: HTMLExport.render(log, isCached: isCached, thumbnail: thumbnail)
         }
     }
 }

@@ -45,10 +45,14 @@ enum GPXExport {
                     out.appendXMLText(photo.title.isEmpty ? "photo" : photo.title)
                     out.append("</text></link>")
                 }
-                out.append("</wpt>\n")
             } else {
-                out.append("</desc></wpt>\n")
+                out.append("</desc>")
             }
+            // A favourite (`fieldlog star`): a symbol GPS tools show, and a type to filter on.
+            if log.starred.contains(milestone.index) {
+                out.append("<sym>Favorite</sym><type>favourite</type>")
+            }
+            out.append("</wpt>\n")
         }
         out.append("<trk>\n<name>")
         out.appendXMLText(log.id)

@@ -26,6 +26,7 @@ enum GeoJSONExport {
             out.appendJSONTime(milestone.time)
             out.append(",\"distance_m\":")
             out.appendDecimal(milestone.distance, digits: ExportPrecision.metres)
+            out.append(log.starred.contains(milestone.index) ? ",\"starred\":true" : ",\"starred\":false")
             out.appendPhoto(log.photos[milestone.index], isCached: isCached)
             out.append("},\"geometry\":{\"type\":\"Point\",\"coordinates\":")
             appendPosition(Position(longitude: milestone.longitude, latitude: milestone.latitude), to: &out)

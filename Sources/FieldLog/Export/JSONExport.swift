@@ -3,7 +3,7 @@
 /// Schema (consumers rely on these keys; add fields, never rename):
 /// `{"walk":{"id","started","ended","open","distance_m","every_m"},
 ///   "track":[{"time","lat","lon","alt"?,"eph"?,"speed"?,"course"?,"segment"}],
-///   "milestones":[{"index","time","lat","lon","distance_m","photo","photo_status"}]}`
+///   "milestones":[{"index","time","lat","lon","distance_m","starred","photo","photo_status"}]}`
 enum JSONExport {
     static func render(_ log: WalkLog, isCached: (String) -> Bool) -> [UInt8] {
         var out = ExportBuffer(capacity: 128 + log.points.count * 110 + log.milestones.count * 120)
@@ -59,6 +59,7 @@ enum JSONExport {
             out.appendDecimal(milestone.longitude, digits: ExportPrecision.degrees)
             out.append(",\"distance_m\":")
             out.appendDecimal(milestone.distance, digits: ExportPrecision.metres)
+            out.append(log.starred.contains(milestone.index) ? ",\"starred\":true" : ",\"starred\":false")
             out.appendPhoto(log.photos[milestone.index], isCached: isCached)
             out.append("}")
         }

@@ -13,6 +13,7 @@ public struct JournalError: Error, CustomStringConvertible, Sendable {
         public static let cannotWrite = Code(text: "cannot write")
         public static let noSuchWalk = Code(text: "no such walk")
         public static let noWalks = Code(text: "no walks")
+        public static let noSuchMilestone = Code(text: "no such milestone")
     }
 
     public let code: Code
@@ -38,6 +39,8 @@ public struct JournalError: Error, CustomStringConvertible, Sendable {
             return "no walk \(reason ?? "") in \(path) (see `fieldlog walks`)"
         case .noWalks:
             return "no walks recorded in \(path) yet"
+        case .noSuchMilestone:
+            return "no milestone \(reason ?? "") in \(path)"
         default:
             return "\(code.text) \(path)" + (reason.map { ": \($0)" } ?? "")
         }

@@ -61,7 +61,10 @@ public final class JournalFile {
             _ = ftruncate(descriptor, length)
             throw JournalError(.cannotWrite, path: path, reason: failure.text, errno: failure.number)
         }
-        length += off_t(bytes.count)
+        // `fieldlog star` appends whole lines to the same file from another process: with O_APPEND the
+        // offset after this write is the file's end, their lines included.
+        let end = lseek(descriptor, 0, SEEK_CUR)
+        length = end >= length + off_t(bytes.count) ? end : length + off_t(bytes.count)
     }
 
     /// Forces everything appended so far to the storage device.

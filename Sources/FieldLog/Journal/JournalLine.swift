@@ -35,12 +35,13 @@ struct JournalLine: Codable {
     var taken: String?
     var cache: String?
     var radius: Double?
+    var starred: Bool?
     /// `time` already parsed, by the scanner, which leaves `time` unset (not a JSON field).
     var parsedTime: Double?
 
     enum CodingKeys: String, CodingKey {
         case type, walk, time, wall, lat, lon, alt, eph, mode, seg, dist, speed, track, index, gap, every, event, message
-        case status, source, photo, title, owner, license, page, url, taken, cache, radius
+        case status, source, photo, title, owner, license, page, url, taken, cache, radius, starred
         case ownerID = "owner_id"
     }
 
@@ -112,6 +113,11 @@ struct JournalLine: Codable {
                 status = "none_nearby"
                 radius = searched
             }
+        case let .star(milestone, isStarred, wallTime):
+            self.init(type: "star")
+            index = milestone
+            starred = isStarred
+            wall = Timestamp.format(wallTime)
         }
     }
 
@@ -158,6 +164,9 @@ struct JournalLine: Codable {
             default:
                 return nil
             }
+        case "star":
+            guard let index, let starred, let wallTime = wall.flatMap(Timestamp.parse) else { return nil }
+            return .star(milestone: index, starred: starred, wall: wallTime)
         default:
             return nil
         }

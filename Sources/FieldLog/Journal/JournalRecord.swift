@@ -12,6 +12,9 @@ public enum JournalRecord: Sendable, Equatable {
     /// A milestone's photo (or the news that there is none), journaled after the milestone, possibly much
     /// later: photos are fetched off the walk's path and back-filled after network outages.
     case photo(MilestonePhoto)
+    /// The walker marked a milestone as a favourite (`fieldlog star`) or took the mark back; the last
+    /// record for a milestone counts. `wall` is the system clock: starring happens off the walk's time.
+    case star(milestone: Int, starred: Bool, wall: Double)
 }
 
 public struct JournalEvent: Sendable, Equatable {

@@ -63,6 +63,26 @@ public struct JournalStore: Sendable {
         return selector
     }
 
+    /// Marks milestone `index` of walk `id` as a favourite, or takes the mark back: one line appended with a
+    /// single write and synced, as the recorder appends its own (it may be writing the same file). Returns
+    /// false, writing nothing, when the milestone already was so.
+    public func setStarred(
+        _ starred: Bool, milestone index: Int, walk id: String, wall: Double
+    ) throws(JournalError) -> Bool {
+        let log = try read(id)
+        guard log.milestones.contains(where: { $0.index == index }) else {
+            let range = log.milestones.isEmpty ? "none yet" : "0 to \(log.milestones.last!.index)"
+            throw JournalError(.noSuchMilestone, path: path(for: id), reason: "\(index) (this walk has \(range))")
+        }
+        guard log.starred.contains(index) != starred else { return false }
+        // A recorder that died mid-line left half a line: the mark must not be glued to it.
+        try JournalFile.repairTornTail(path: path(for: id))
+        let file = try JournalFile(path: path(for: id))
+        try file.append(JournalCodec.encode(.star(milestone: index, starred: starred, wall: wall)))
+        try file.sync()
+        return true
+    }
+
     public func read(_ id: String) throws(JournalError) -> WalkLog {
         let path = path(for: id)
         do {

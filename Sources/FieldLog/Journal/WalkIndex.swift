@@ -10,6 +10,8 @@ public struct WalkSummary: Codable, Sendable, Equatable {
     public var milestones: Int
     /// Milestones still waiting for a photo.
     public var pendingPhotos: Int
+    /// Milestones marked as favourites.
+    public var favourites: Int
     /// The journal this summary was made from: its size and modification time (nanoseconds). A journal
     /// only grows, and its repair only shrinks it, so a summary whose file differs is made anew.
     var size: Int64
@@ -22,6 +24,7 @@ public struct WalkSummary: Codable, Sendable, Equatable {
         distance = log.distance
         milestones = log.milestones.count
         pendingPhotos = log.pendingMilestones.count
+        favourites = log.starred.count
         self.size = size
         self.modified = modified
     }

@@ -13,6 +13,8 @@ public struct WalkLog: Sendable {
     public var events: [JournalEvent] = []
     /// Photo outcomes by milestone index; a milestone without one is still pending.
     public var photos: [Int: MilestonePhoto] = [:]
+    /// Milestones marked as favourites.
+    public var starred: Set<Int> = []
     /// 1-based numbers of lines that could not be read (reported, skipped).
     public var damagedLines: [Int] = []
     private var endDistance: Double?
@@ -53,6 +55,8 @@ public struct WalkLog: Sendable {
             endDistance = distance
         case let .photo(photo):
             photos[photo.milestone] = photo
+        case let .star(milestone, isStarred, _):
+            if isStarred { starred.insert(milestone) } else { starred.remove(milestone) }
         }
     }
 

@@ -41,6 +41,8 @@ public struct TailFormatter {
             case let .noneNearby(radius):
                 return "          milestone \(record.milestone): no photo within \(metres(radius))"
             }
+        case let .star(milestone, starred, _):
+            return starred ? "          ★ milestone \(milestone) is a favourite" : "          milestone \(milestone) is no longer a favourite"
         }
     }
 
