@@ -505,6 +505,9 @@ def export_section(binary, journal, work, reps):
     for fmt in ["json", "gpx", "geojson"]:
         results[f"fieldlog export → {fmt} file (fsynced)"] = timed(
             [binary, "export", *env_args, str(out / f"walk.{fmt}")], reps)
+    # The page carries every cached thumbnail inline: the daemon run's cache beside its state directory.
+    results["fieldlog export → html file, thumbnails inline (fsynced)"] = timed(
+        [binary, "export", *env_args, "--cache-dir", str(state.parent / "cache"), str(out / "walk.html")], reps)
     results["fieldlog export → geojson on stdout (not synced, like gpsbabel's file)"] = timed(
         [binary, "export", *env_args, "--format", "geojson", "-"], reps)
     gpx = out / "walk.gpx"

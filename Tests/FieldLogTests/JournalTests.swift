@@ -51,6 +51,8 @@ private let everyKind: [JournalRecord] = [
                     taken: "2024-05-18 09:00:00"),
                 distance: 85.25, cacheKey: "flickr-53012345678"))),
     .photo(MilestonePhoto(milestone: 4, source: "local", outcome: .noneNearby(radius: 31_000))),
+    .star(milestone: 3, starred: true, wall: 1_779_443_306),
+    .star(milestone: 3, starred: false, wall: 1_779_443_307.5),
 ]
 
 private func decode(_ line: String) -> JournalRecord? {
@@ -90,7 +92,7 @@ private func lineType(_ line: String) -> String? {
         types == [
             "walk_start", "fix", "milestone", "segment", "walk_end", "event:session_start", "event:session_end",
             "event:resumed", "event:gpsd_connected", "event:gpsd_lost", "event:error",
-            "event:photo_source_unavailable", "photo",
+            "event:photo_source_unavailable", "photo", "star",
         ])
 }
 
@@ -484,4 +486,21 @@ func repairEmptiesAFileWithoutAnyNewline(length: Int) throws {
     #expect(try store.resolve(first) == first)
     #expect(throws: JournalError.self) { try store.resolve("20000101T000000Z") }
     #expect(try store.read(first).started == start)
+}
+
+/// `fieldlog star` appends to a journal the recorder has open: the recorder's idea of where its file ends
+/// follows, so cutting a failed write back off never cuts the other writer's line (or its own next one).
+@Test func anotherWritersLinesSurviveTheRecordersRepairs() throws {
+    let path = Harness.temporaryDirectory() + "/walk-20261118T094640Z.jsonl"
+    let recorder = try JournalFile(path: path)
+    let first = JournalCodec.encode(everyKind[0])
+    let star = JournalCodec.encode(.star(milestone: 0, starred: true, wall: 1_779_443_306))
+    let second = JournalCodec.encode(everyKind[2])
+    try recorder.append(first)
+    try JournalFile(path: path).append(star)
+    try recorder.append(second)
+    try recorder.cutToLength()
+    let expected = first + "\n" + star + "\n" + second + "\n"
+    #expect(bytes(at: path) == Array(expected.utf8))
+    #expect(recorder.length == off_t(expected.utf8.count))
 }

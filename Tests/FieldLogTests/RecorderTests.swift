@@ -432,3 +432,20 @@ func crashedWalkResumesWhenFixesContinueWithinIdleGap(tornLine: String?) throws 
     #expect(log.photos[1] != nil)
     #expect(try kinds(state, older).suffix(2) == ["walk_end", "photo"])
 }
+
+@Test func starringWhileRecordingLosesNothing() throws {
+    let state = StateDirectory()
+    let recorder = try state.recorder()
+    let fixes = walk(seconds: 300).fixes
+    try record(fixes[..<150], into: recorder)
+    let id = try #require(try state.store.walkIDs().last)
+    #expect(try state.store.setStarred(true, milestone: 1, walk: id, wall: 1_779_443_306))
+    #expect(try !state.store.setStarred(true, milestone: 1, walk: id, wall: 1_779_443_307), "already starred")
+    #expect(throws: JournalError.self) { try state.store.setStarred(true, milestone: 9, walk: id, wall: 0) }
+    try record(fixes[150...], into: recorder)
+    recorder.finishSession(reason: "done")
+    let log = try state.store.read(id)
+    #expect(log.damagedLines.isEmpty)
+    #expect(log.starred == [1])
+    #expect(log.points.count == fixes.count)
+}

@@ -18,6 +18,8 @@ public final class JournalFile {
     public private(set) var length: off_t
     /// Bytes known to be on the storage device.
     public private(set) var syncedLength: off_t
+    /// A write failed part way: the file may end in part of a line, after `length`.
+    private var writeFailed = false
 
     /// Opens (creating if needed) `path` for appending. A new file's directory entry is synced too, so the
     /// file itself survives a power cut.
@@ -58,7 +60,7 @@ public final class JournalFile {
     func append(line bytes: [UInt8]) throws(JournalError) {
         if let failure = FileIO.writeAll(bytes, to: descriptor) {
             // Best effort now; if it fails too, `length` still says where the next write must start.
-            _ = ftruncate(descriptor, length)
+            writeFailed = ftruncate(descriptor, length) != 0
             throw JournalError(.cannotWrite, path: path, reason: failure.text, errno: failure.number)
         }
         // `fieldlog star` appends whole lines to the same file from another process: with O_APPEND the
@@ -73,10 +75,12 @@ public final class JournalFile {
         syncedLength = length
     }
 
-    /// Makes the file end where `length` says, after a failed write left part of a line behind.
+    /// Makes the file end where `length` says, after a failed write left part of a line behind. Only
+    /// then: lines another writer appended since (`fieldlog star`) are whole and stay.
     func cutToLength() throws(JournalError) {
-        guard lseek(descriptor, 0, SEEK_END) != length else { return }
+        guard writeFailed else { return }
         guard ftruncate(descriptor, length) == 0 else { throw JournalError(.cannotWrite, path: path, errno: errno) }
+        writeFailed = false
     }
 
     /// Gives up the bytes after `syncedLength` (a failed fsync may have lost them): the caller writes them

@@ -184,7 +184,7 @@ struct JournalLineScanner {
 
     private enum Field: Int {
         case type, time, walk, wall, lat, lon, alt, anchor, eph, every, event, dist, gap, radius, mode, seg, index
-        case message, status, source, photo, title, owner, ownerID, license, page, url, taken, cache, speed, track
+        case message, status, source, photo, title, owner, ownerID, license, page, url, taken, cache, speed, track, starred
     }
 
     /// The field a key names, matched on its bytes; nil for unknown keys, whose lines go the slow way.
@@ -206,7 +206,7 @@ struct JournalLineScanner {
         case UInt8(ascii: "m"): return matches(key, "mode") ? .mode : matches(key, "message") ? .message : nil
         case UInt8(ascii: "s"):
             return matches(key, "seg") ? .seg : matches(key, "speed") ? .speed : matches(key, "status") ? .status
-                : matches(key, "source") ? .source : nil
+                : matches(key, "source") ? .source : matches(key, "starred") ? .starred : nil
         case UInt8(ascii: "i"): return matches(key, "index") ? .index : nil
         case UInt8(ascii: "p"): return matches(key, "photo") ? .photo : matches(key, "page") ? .page : nil
         case UInt8(ascii: "o"): return matches(key, "owner") ? .owner : matches(key, "owner_id") ? .ownerID : nil
@@ -271,6 +271,10 @@ struct JournalLineScanner {
         case .cache: return assign(value, to: &line.cache)
         case .speed: return assign(value, to: &line.speed)
         case .track: return assign(value, to: &line.track)
+        case .starred:
+            guard case .bool(let flag) = value else { return false }
+            line.starred = flag
+            return true
         }
     }
 
