@@ -392,8 +392,21 @@ private let starredWalk: WalkLog = {
             step, 47 + step * 1e-5 + random.next(in: -2e-5..<2e-5), 8 + sin(step / 2000) * 0.05,
             segment: second / 3600, distance: step * 1.4)
     }
-    let html = text(walk(records), .html)
+    // A milestone every 100 s, one of them a favourite: markers that would overlap are left out, never it.
+    let milestones = stride(from: 0, to: 86_400, by: 100).enumerated().map { index, second in
+        JournalRecord.milestone(
+            Milestone(
+                index: index, time: start + Double(second), latitude: 47 + Double(second) * 1e-5,
+                longitude: 8 + sin(Double(second) / 2000) * 0.05, distance: Double(second) * 1.4))
+    }
+    var log = walk(records + milestones)
+    log.apply(.star(milestone: 500, starred: true, wall: 1_779_443_306))
+    let html = text(log, .html)
     let svg = try #require(html.range(of: "<svg").map { html[$0.lowerBound...] }?.prefix { $0 != "\u{0}" })
+    let markers = svg.components(separatedBy: "<g class=\"ms").count - 1
+    #expect(markers > 10 && markers < 200, "\(markers) of 864 milestone markers drawn")
+    #expect(svg.contains("<g class=\"ms starred\"><title>Milestone 500</title>"))
+    #expect(html.components(separatedBy: "data-milestone=").count - 1 == 864, "every milestone has its card")
     let vertices = svg.components(separatedBy: "L").count + svg.components(separatedBy: "M").count
     #expect(vertices < 10_000, "\(vertices) vertices drawn")
     #expect(svg.components(separatedBy: "class=\"seg\"").count - 1 == 24)

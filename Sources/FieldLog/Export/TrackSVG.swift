@@ -10,6 +10,7 @@ import Darwin
 /// apart are merged and straight runs are simplified (Douglas-Peucker) to within half a unit.
 enum TrackSVG {
     static let width = 1000.0
+    static let markerRadius = 15.0
 
     static func append(_ log: WalkLog, to out: inout ExportBuffer) {
         guard let projection = Projection(log.points.map(\.fix)) else {
@@ -46,11 +47,22 @@ enum TrackSVG {
         let first = projection.point(log.points[0].fix)
         let last = projection.point(log.points[log.points.count - 1].fix)
         appendMarker(first, label: "S", group: "start", title: "Start", radius: 17, to: &out)
-        for milestone in log.milestones {
+        // Markers that would cover one another are left out (a day's walk has a thousand milestones);
+        // favourites are always drawn, then the others newest first.
+        var drawn: [(Double, Double)] = []
+        let favouritesFirst = log.milestones.reversed().sorted {
+            log.starred.contains($0.index) && !log.starred.contains($1.index)
+        }
+        for milestone in favouritesFirst {
+            let spot = projection.point(latitude: milestone.latitude, longitude: milestone.longitude)
+            let starred = log.starred.contains(milestone.index)
+            guard starred || drawn.allSatisfy({ hypot($0.0 - spot.0, $0.1 - spot.1) >= 4 * markerRadius }) else {
+                continue
+            }
+            drawn.append(spot)
             appendMarker(
-                projection.point(latitude: milestone.latitude, longitude: milestone.longitude),
-                label: String(milestone.index), group: log.starred.contains(milestone.index) ? "ms starred" : "ms",
-                title: "Milestone \(milestone.index)", radius: 15, to: &out)
+                spot, label: String(milestone.index), group: starred ? "ms starred" : "ms",
+                title: "Milestone \(milestone.index)", radius: Int(markerRadius), to: &out)
         }
         appendMarker(last, label: "E", group: "end", title: log.isOpen ? "Last fix" : "End", radius: 17, to: &out)
         out.append("</svg>\n")
