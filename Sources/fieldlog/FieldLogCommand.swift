@@ -7,7 +7,7 @@ struct FieldLogCommand: AsyncParsableCommand {
         abstract: "Record a walk from gpsd, follow it live, and take it home.",
         discussion: """
             fieldlog reads live fixes from gpsd, records the walk in a crash-safe journal with a \
-            milestone every --every metres, and exports it as JSON, GPX or GeoJSON.
+            milestone every --every metres, and exports it as JSON, GPX, GeoJSON or one HTML page.
             """,
         subcommands: [
             Run.self, Tail.self, Status.self, Walks.self, Export.self, Star.self, Unstar.self, ThumbnailCommand.self,
