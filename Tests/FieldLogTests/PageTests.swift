@@ -25,13 +25,15 @@ struct PageTests {
         var gridColumns: String
     }
 
-    func look(at page: String, size: String, clicking: [String] = [], screenshot: String? = nil) async throws -> Seen {
-        var arguments = [Harness.repository + "/Tests/browser/page_check.py", "file://" + page, "--size", size]
-        arguments += clicking.flatMap { ["--click", $0] }
-        if let screenshot { arguments += ["--screenshot", screenshot] }
-        let outcome = try await Child("/usr/bin/python3", arguments, in: directory).wait(timeout: 120)
+    /// What the browser shows of `page` in each view: "WIDTHxHEIGHT[:SCREENSHOT[:ID,ID...]]".
+    func look(at page: String, views: [String]) async throws -> [Seen] {
+        let arguments = [Harness.repository + "/Tests/browser/page_check.py", "file://" + page]
+            + views.flatMap { ["--view", $0] }
+        let outcome = try await Child("/usr/bin/python3", arguments, in: directory).wait(timeout: 180)
         #expect(outcome.status == 0, "\(outcome.stderr)")
-        return try JSONDecoder().decode(Seen.self, from: Data(outcome.stdout.utf8))
+        let seen = try JSONDecoder().decode([Seen].self, from: Data(outcome.stdout.utf8))
+        try #require(seen.count == views.count)
+        return seen
     }
 
     @Test func exportedWalkShowsPhotosNewestFirstWithTrackAndFavourites() async throws {
@@ -52,7 +54,10 @@ struct PageTests {
         let tidy = try await Child("/usr/bin/tidy", ["-q", "-e", page], in: directory).wait(timeout: 60)
         #expect(tidy.status == 0, "\(tidy.stderr)")
 
-        let phone = try await look(at: page, size: "412x915", screenshot: directory + "/phone.png")
+        let views = try await look(
+            at: page,
+            views: ["412x915:\(directory)/phone.png", "1280x900:\(directory)/grid.png:view-grid", "1280x900::only-starred"])
+        let (phone, grid, favourites) = (views[0], views[1], views[2])
         let log = try JournalStore(directory: state).read(try JournalStore(directory: state).resolve(nil))
         let newestFirst = log.milestones.map(\.index).reversed().map { $0 }
         #expect(newestFirst.count == 5)
@@ -68,10 +73,8 @@ struct PageTests {
         #expect(phone.text.contains("Favourites\n1"))
         #expect(FileManager.default.fileExists(atPath: directory + "/phone.png"))
 
-        let grid = try await look(at: page, size: "1280x900", clicking: ["view-grid"], screenshot: directory + "/grid.png")
         #expect(grid.gridColumns.split(separator: " ").count == 3, "\(grid.gridColumns)")
         #expect(grid.milestones == newestFirst)
-        let favourites = try await look(at: page, size: "1280x900", clicking: ["only-starred"])
         #expect(favourites.milestones == [2])
         print("page screenshots: \(directory)/phone.png, \(directory)/grid.png")
     }

@@ -79,13 +79,14 @@ struct StorageFaultTests {
     }
 
     /// Every fix the healthy run recorded from the faulty run's first fix on is there, once, in order; the
-    /// milestones are numbered without gaps or repeats. (Under load fieldlog may connect to gpsfake a few
-    /// seconds into its replay: the start is allowed to differ by that much.)
+    /// milestones are numbered without gaps or repeats. (Under load fieldlog, started through fiu-run, may
+    /// connect to gpsfake a second into its replay, 50 epochs at this pace: the start may differ by a minute
+    /// of the walk's ten.)
     func expectNothingLost(_ log: WalkLog, against control: WalkLog, _ comment: Comment) throws {
         #expect(log.damagedLines.isEmpty, comment)
         let first = try #require(log.points.first?.fix.time)
         let start = try #require(control.points.first?.fix.time)
-        #expect(abs(first - start) < 10, "\(comment): the recordings started \(first - start) s apart")
+        #expect(abs(first - start) < 60, "\(comment): the recordings started \(first - start) s apart")
         // Either run may have connected late: compare from the later start on.
         let from = max(first, start)
         let expected = control.points.map(\.fix).filter { $0.time >= from }

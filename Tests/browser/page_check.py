@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Opens a page in Debian's headless chromium and reports what a person would see, as JSON.
 
-    page_check.py URL --size 412x915 [--screenshot OUT.png] [--click ID ...]
+    page_check.py URL --view WIDTHxHEIGHT[:SCREENSHOT.png[:ID,ID...]] [--view ...]
+
+Each --view loads the page afresh at that size, clicks the elements with those ids in order (the view and
+filter switches), takes the screenshot if one is named, and reports; one browser serves every view, and it
+runs at the lowest CPU priority, so that it does not starve the programs other tests time.
 
 Talks the DevTools protocol over chromium's --remote-debugging-pipe (file descriptors 3 and 4, messages
-ending in NUL): no browser download, no websocket library. Prints {"milestones": [data-milestone of each
-visible card, in page order], "images": [naturalWidth of each card image], "svgs": count, "text": the
-page's visible text, "gridColumns": the card list's computed grid-template-columns}, after clicking the
-elements with the given ids in order (the view and filter switches).
+ending in NUL): no browser download, no websocket library. Prints a JSON list, one object per view:
+{"milestones": [data-milestone of each visible card, in page order], "images": [naturalWidth of each card
+image], "svgs": count, "text": the page's visible text, "gridColumns": the card list's computed
+grid-template-columns}.
 """
 import argparse
 import base64
@@ -43,6 +47,7 @@ class Browser:
         def pipes_at_3_and_4():
             os.dup2(commands_high, 3)
             os.dup2(replies_high, 4)
+            os.nice(19)
 
         self.process = subprocess.Popen(
             ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
@@ -97,30 +102,34 @@ class Browser:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("url")
-    parser.add_argument("--size", default="412x915")
-    parser.add_argument("--screenshot")
-    parser.add_argument("--click", action="append", default=[])
+    parser.add_argument("--view", action="append", required=True)
     args = parser.parse_args()
-    width, height = (int(v) for v in args.size.split("x"))
-    browser = Browser(width, height)
+    browser = Browser(1280, 900)
+    reports = []
     try:
-        target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
-        session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        browser.send("Page.enable", session=session)
-        browser.send("Emulation.setDeviceMetricsOverride",
-                     {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600},
-                     session=session)
-        browser.send("Page.navigate", {"url": args.url}, session=session)
-        browser.wait_for("Page.loadEventFired", session)
-        for element in args.click:
-            browser.send("Runtime.evaluate", {"expression": f"document.getElementById({json.dumps(element)}).click()"},
+        for view in args.view:
+            size, screenshot, clicks = (view.split(":") + ["", ""])[:3]
+            width, height = (int(v) for v in size.split("x"))
+            target = browser.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+            session = browser.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+            browser.send("Page.enable", session=session)
+            browser.send("Emulation.setDeviceMetricsOverride",
+                         {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600},
                          session=session)
-        result = browser.send("Runtime.evaluate", {"expression": PROBE, "returnByValue": True}, session=session)
-        if args.screenshot:
-            shot = browser.send("Page.captureScreenshot", {"format": "png"}, session=session)
-            with open(args.screenshot, "wb") as out:
-                out.write(base64.b64decode(shot["data"]))
-        print(result["result"]["value"])
+            browser.send("Page.navigate", {"url": args.url}, session=session)
+            browser.wait_for("Page.loadEventFired", session)
+            for element in filter(None, clicks.split(",")):
+                browser.send("Runtime.evaluate",
+                             {"expression": f"document.getElementById({json.dumps(element)}).click()"},
+                             session=session)
+            result = browser.send("Runtime.evaluate", {"expression": PROBE, "returnByValue": True}, session=session)
+            if screenshot:
+                shot = browser.send("Page.captureScreenshot", {"format": "png"}, session=session)
+                with open(screenshot, "wb") as out:
+                    out.write(base64.b64decode(shot["data"]))
+            reports.append(json.loads(result["result"]["value"]))
+            browser.send("Target.closeTarget", {"targetId": target})
+        print(json.dumps(reports))
     finally:
         browser.close()
 
