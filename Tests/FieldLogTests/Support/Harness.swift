@@ -177,7 +177,8 @@ final class GPSFake {
     /// the receiver 60 s after its input ran out (-W); on a loaded 2-core machine that takes longer.
     /// Returns once gpsd accepts connections. gpsfake connects as soon as gpsd's control socket exists,
     /// which can be before gpsd listens on its port: on a loaded machine that start fails ("socket error,
-    /// Connection refused"), and it is tried again (on a new port, unless `port` is given).
+    /// Connection refused"), and it is tried again (on a new port, unless `port` is given), as it is when
+    /// gpsd does not listen within 10 s.
     init(capture: String, port fixedPort: UInt16? = nil, delay: Double = 0.002, in directory: String) async throws {
         var attempt = 0
         while true {
@@ -186,14 +187,17 @@ final class GPSFake {
             let child = try Child(
                 "/usr/bin/gpsfake", ["-1", "-p", "-q", "-W", "240", "-c", String(delay), "-P", String(port), capture],
                 in: directory)
-            let deadline = Date().addingTimeInterval(20)
+            let deadline = Date().addingTimeInterval(10)
             while child.isRunning && !Harness.accepts(port: port) && Date() < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }
-            if child.isRunning || attempt == 3 {
+            // Listening, or out of attempts. A gpsd that is running but not listening on 127.0.0.1 lost the
+            // port to another socket after freePort() let it go (it then listens on ::1 only): try again.
+            if (child.isRunning && Harness.accepts(port: port)) || attempt == 3 {
                 (self.port, self.child) = (port, child)
                 return
             }
+            child.reap()
         }
     }
 
