@@ -180,6 +180,7 @@ final class GPSFake {
     /// Connection refused"), and it is tried again (on a new port, unless `port` is given), as it is when
     /// gpsd does not listen within 10 s.
     init(capture: String, port fixedPort: UInt16? = nil, delay: Double = 0.002, in directory: String) async throws {
+        let capture = try Self.withLeadIn(capture, delay: delay, in: directory)
         var attempt = 0
         while true {
             attempt += 1
@@ -202,6 +203,25 @@ final class GPSFake {
     }
 
     var address: String { "127.0.0.1:\(port)" }
+
+    /// gpsfake replays 1.4 s after it starts, whoever is listening; on a loaded machine fieldlog can take
+    /// longer to start and connect, and miss the first fixes. An NMEA capture gets 2 s of sentences without
+    /// a fix in front (after its header comments), so the walk starts after every client is there.
+    private static func withLeadIn(_ capture: String, delay: Double, in directory: String) throws -> String {
+        let text = try String(contentsOfFile: capture, encoding: .isoLatin1)
+        guard text.hasPrefix("#") || text.hasPrefix("$") else { return capture }
+        let body = "GPTXT,01,01,02,fieldlog test lead-in"
+        let checksum = body.utf8.reduce(UInt8(0)) { $0 ^ $1 }
+        let sentence = "$" + body + "*" + String(checksum, radix: 16, uppercase: true) + "\r\n"
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        let header = lines.prefix { $0.hasPrefix("#") }
+        let leadIn = String(repeating: sentence, count: Int((2 / max(delay, 0.001)).rounded(.up)))
+        let path = directory + "/leadin-" + UUID().uuidString.prefix(8) + "-" + (capture as NSString).lastPathComponent
+        let joined = header.joined(separator: "\n") + (header.isEmpty ? "" : "\n") + leadIn
+            + lines.dropFirst(header.count).joined(separator: "\n")
+        try joined.write(toFile: path, atomically: true, encoding: .isoLatin1)
+        return path
+    }
 
     /// Waits for the replay to end (gpsfake exits by itself after one pass).
     func wait(timeout: Double = 300) async {
