@@ -32,116 +32,121 @@ private func expectedMilestones(_ walked: Double) -> Int {
     Int((walked / 100).rounded(.down)) + 1
 }
 
-@Test(arguments: movingShapes, receivers)
-func everyPathShapeIsWithinThreePercent(shape: PathShape, receiver: Receiver) {
-    for seed in 1...3 as ClosedRange<UInt64> {
-        let walk = shape.walk(receiver: receiver, seed: seed)
-        let measured = measure(walk)
-        let error = (measured.distance - walk.trueDistance) / walk.trueDistance
-        #expect(abs(error) < 0.03, "\(shape) seed \(seed): \(measured.distance) m of \(walk.trueDistance) m")
-        #expect(
-            abs(measured.milestones - expectedMilestones(walk.trueDistance)) <= 1,
-            "\(shape) seed \(seed): \(measured.milestones) milestones for \(walk.trueDistance) m")
-    }
-}
-
-@Test(arguments: [0.05, 0.1, 0.15], [false, true])
-func standingTenMinutesWithNoisySpeedAddsAtMostTenMetres(speedNoise: Double, dropsCourse: Bool) {
-    var worst = 0.0
-    for (wander, eph) in [(3.0, 2.0), (5.0, 20.0), (5.0, 2.0)] {
-        for seed in 1...10 as ClosedRange<UInt64> {
-            var receiver = Receiver.realistic(wander: wander, reportedError: eph)
-            receiver.speedNoise = speedNoise
-            receiver.dropsCourseWhenSlow = dropsCourse
-            let walk = PathShape.standing.walk(receiver: receiver, seed: seed)
-            #expect(walk.fixes.allSatisfy { $0.speed! > 0 }, "the generator's speed is never exactly zero")
+/// One case at a time: these replay thousands of fixes each, and run beside the tests that time a
+/// recorder against a gpsd replay on the same two cores.
+@Suite(.serialized)
+struct DistanceTests {
+    @Test(arguments: movingShapes, receivers)
+    func everyPathShapeIsWithinThreePercent(shape: PathShape, receiver: Receiver) {
+        for seed in 1...3 as ClosedRange<UInt64> {
+            let walk = shape.walk(receiver: receiver, seed: seed)
             let measured = measure(walk)
-            worst = max(worst, measured.distance)
-            #expect(measured.milestones == 1)
+            let error = (measured.distance - walk.trueDistance) / walk.trueDistance
+            #expect(abs(error) < 0.03, "\(shape) seed \(seed): \(measured.distance) m of \(walk.trueDistance) m")
+            #expect(
+                abs(measured.milestones - expectedMilestones(walk.trueDistance)) <= 1,
+                "\(shape) seed \(seed): \(measured.milestones) milestones for \(walk.trueDistance) m")
         }
     }
-    #expect(worst <= 10, "standing walked up to \(worst) m")
-}
 
-@Test func standingAnHourBetweenWalksAddsAtMostTenMetres() {
-    var walk = SyntheticWalk(seed: 3, receiver: .realistic(wander: 5, reportedError: 2))
-    walk.add([.leg(metres: 300, speed: 1.4), .stand(seconds: 3600, jitter: 0.5), .leg(metres: 300, speed: 1.4)])
-    var tracker = WalkTracker(limits: WalkLimits())
-    let standingFrom = walk.startTime + 300 / 1.4 + 5
-    var atStart = 0.0
-    for fix in walk.fixes {
-        _ = tracker.ingest(fix)
-        if fix.time <= standingFrom { atStart = tracker.distance }
-        if fix.time == standingFrom + 3590 {
-            #expect(tracker.distance - atStart <= 10, "an hour standing added \(tracker.distance - atStart) m")
+    @Test(arguments: [0.05, 0.1, 0.15], [false, true])
+    func standingTenMinutesWithNoisySpeedAddsAtMostTenMetres(speedNoise: Double, dropsCourse: Bool) {
+        var worst = 0.0
+        for (wander, eph) in [(3.0, 2.0), (5.0, 20.0), (5.0, 2.0)] {
+            for seed in 1...10 as ClosedRange<UInt64> {
+                var receiver = Receiver.realistic(wander: wander, reportedError: eph)
+                receiver.speedNoise = speedNoise
+                receiver.dropsCourseWhenSlow = dropsCourse
+                let walk = PathShape.standing.walk(receiver: receiver, seed: seed)
+                #expect(walk.fixes.allSatisfy { $0.speed! > 0 }, "the generator's speed is never exactly zero")
+                let measured = measure(walk)
+                worst = max(worst, measured.distance)
+                #expect(measured.milestones == 1)
+            }
+        }
+        #expect(worst <= 10, "standing walked up to \(worst) m")
+    }
+
+    @Test func standingAnHourBetweenWalksAddsAtMostTenMetres() {
+        var walk = SyntheticWalk(seed: 3, receiver: .realistic(wander: 5, reportedError: 2))
+        walk.add([.leg(metres: 300, speed: 1.4), .stand(seconds: 3600, jitter: 0.5), .leg(metres: 300, speed: 1.4)])
+        var tracker = WalkTracker(limits: WalkLimits())
+        let standingFrom = walk.startTime + 300 / 1.4 + 5
+        var atStart = 0.0
+        for fix in walk.fixes {
+            _ = tracker.ingest(fix)
+            if fix.time <= standingFrom { atStart = tracker.distance }
+            if fix.time == standingFrom + 3590 {
+                #expect(tracker.distance - atStart <= 10, "an hour standing added \(tracker.distance - atStart) m")
+            }
+        }
+        #expect(abs(tracker.distance - walk.trueDistance) < 0.03 * walk.trueDistance)
+    }
+
+    @Test(arguments: [PathShape.curvy, .straight, .switchbacks, .run, .tunnels], [(3.0, 2.0), (5.0, 20.0)])
+    func receiverWithoutSpeedIsWithinSixPercentOnCurvyPaths(shape: PathShape, receiver: (wander: Double, eph: Double)) {
+        for seed in 1...3 as ClosedRange<UInt64> {
+            let walk = shape.walk(
+                receiver: .realistic(wander: receiver.wander, reportedError: receiver.eph, measuresSpeed: false), seed: seed)
+            #expect(walk.fixes.dropFirst().allSatisfy { $0.speed != nil && $0.track == nil }, "speed as gpsd derives it")
+            let measured = measure(walk)
+            let error = (measured.distance - walk.trueDistance) / walk.trueDistance
+            #expect(abs(error) < 0.06, "\(shape) seed \(seed): \(measured.distance) m of \(walk.trueDistance) m")
         }
     }
-    #expect(abs(tracker.distance - walk.trueDistance) < 0.03 * walk.trueDistance)
-}
 
-@Test(arguments: [PathShape.curvy, .straight, .switchbacks, .run, .tunnels], [(3.0, 2.0), (5.0, 20.0)])
-func receiverWithoutSpeedIsWithinSixPercentOnCurvyPaths(shape: PathShape, receiver: (wander: Double, eph: Double)) {
-    for seed in 1...3 as ClosedRange<UInt64> {
-        let walk = shape.walk(
-            receiver: .realistic(wander: receiver.wander, reportedError: receiver.eph, measuresSpeed: false), seed: seed)
-        #expect(walk.fixes.dropFirst().allSatisfy { $0.speed != nil && $0.track == nil }, "speed as gpsd derives it")
-        let measured = measure(walk)
-        let error = (measured.distance - walk.trueDistance) / walk.trueDistance
-        #expect(abs(error) < 0.06, "\(shape) seed \(seed): \(measured.distance) m of \(walk.trueDistance) m")
+    @Test func receiverWithoutSpeedStandingAddsNothing() {
+        for seed in 1...10 as ClosedRange<UInt64> {
+            let walk = PathShape.standing.walk(
+                receiver: .realistic(wander: 5, reportedError: 2, measuresSpeed: false), seed: seed)
+            #expect(measure(walk).distance <= 10)
+        }
     }
-}
 
-@Test func receiverWithoutSpeedStandingAddsNothing() {
-    for seed in 1...10 as ClosedRange<UInt64> {
-        let walk = PathShape.standing.walk(
-            receiver: .realistic(wander: 5, reportedError: 2, measuresSpeed: false), seed: seed)
-        #expect(measure(walk).distance <= 10)
+    /// Speed reports that are wrong on their own: a spike, and a receiver that stops sending speed midway.
+    @Test func aSpeedSpikeCountsNothing() {
+        let walk = PathShape.straight.walk(receiver: .realistic(wander: 4, reportedError: 15), seed: 1)
+        var fixes = walk.fixes
+        fixes[500].speed = 40
+        var tracker = WalkTracker(limits: WalkLimits())
+        var reference = WalkTracker(limits: WalkLimits())
+        for (fix, original) in zip(fixes, walk.fixes) {
+            _ = tracker.ingest(fix)
+            _ = reference.ingest(original)
+        }
+        #expect(abs(tracker.distance - reference.distance) < 0.5)
     }
-}
 
-/// Speed reports that are wrong on their own: a spike, and a receiver that stops sending speed midway.
-@Test func aSpeedSpikeCountsNothing() {
-    let walk = PathShape.straight.walk(receiver: .realistic(wander: 4, reportedError: 15), seed: 1)
-    var fixes = walk.fixes
-    fixes[500].speed = 40
-    var tracker = WalkTracker(limits: WalkLimits())
-    var reference = WalkTracker(limits: WalkLimits())
-    for (fix, original) in zip(fixes, walk.fixes) {
-        _ = tracker.ingest(fix)
-        _ = reference.ingest(original)
+    @Test func receiverLosingItsSpeedMidwayIsMeasuredFromPositions() {
+        let walk = PathShape.curvy.walk(receiver: .realistic(wander: 4, reportedError: 15), seed: 2)
+        let fixes = walk.fixes.enumerated().map { index, fix in
+            var fix = fix
+            if index > 700 { (fix.speed, fix.track) = (nil, nil) }
+            return fix
+        }
+        var tracker = WalkTracker(limits: WalkLimits())
+        for fix in fixes { _ = tracker.ingest(fix) }
+        #expect(abs(tracker.distance - walk.trueDistance) < 0.06 * walk.trueDistance, "\(tracker.distance) m")
     }
-    #expect(abs(tracker.distance - reference.distance) < 0.5)
-}
 
-@Test func receiverLosingItsSpeedMidwayIsMeasuredFromPositions() {
-    let walk = PathShape.curvy.walk(receiver: .realistic(wander: 4, reportedError: 15), seed: 2)
-    let fixes = walk.fixes.enumerated().map { index, fix in
-        var fix = fix
-        if index > 700 { (fix.speed, fix.track) = (nil, nil) }
-        return fix
-    }
-    var tracker = WalkTracker(limits: WalkLimits())
-    for fix in fixes { _ = tracker.ingest(fix) }
-    #expect(abs(tracker.distance - walk.trueDistance) < 0.06 * walk.trueDistance, "\(tracker.distance) m")
-}
-
-/// A restart anywhere in a walk continues it exactly: the estimator's state comes back from the journal.
-@Test(arguments: [(PathShape.switchbacks, true), (.streetGrid, false), (.stops, true), (.tunnels, true)])
-func restartMidWalkNeitherLosesNorRepeatsDistance(shape: PathShape, measuresSpeed: Bool) {
-    let walk = shape.walk(receiver: .realistic(wander: 4, reportedError: 15, measuresSpeed: measuresSpeed), seed: 5)
-    var uninterrupted = WalkTracker(limits: WalkLimits())
-    let all = walk.fixes.flatMap { uninterrupted.ingest($0) }
-    let step = walk.fixes.count / 7
-    for split in stride(from: step, to: walk.fixes.count, by: step) {
-        var first = WalkTracker(limits: WalkLimits())
-        var events = walk.fixes[..<split].flatMap { first.ingest($0) }
-        let log = journaled(events)
-        var restored = WalkTracker(limits: WalkLimits(), restoring: log.points, milestones: log.milestones)
-        events += walk.fixes[split...].flatMap { restored.ingest($0) }
-        #expect(
-            abs(restored.distance - uninterrupted.distance) < 0.1,
-            "split at \(split): \(restored.distance) m restored, \(uninterrupted.distance) m uninterrupted")
-        #expect(milestoneIndices(events) == milestoneIndices(all), "split at \(split)")
+    /// A restart anywhere in a walk continues it exactly: the estimator's state comes back from the journal.
+    @Test(arguments: [(PathShape.switchbacks, true), (.streetGrid, false), (.stops, true), (.tunnels, true)])
+    func restartMidWalkNeitherLosesNorRepeatsDistance(shape: PathShape, measuresSpeed: Bool) {
+        let walk = shape.walk(receiver: .realistic(wander: 4, reportedError: 15, measuresSpeed: measuresSpeed), seed: 5)
+        var uninterrupted = WalkTracker(limits: WalkLimits())
+        let all = walk.fixes.flatMap { uninterrupted.ingest($0) }
+        let step = walk.fixes.count / 7
+        for split in stride(from: step, to: walk.fixes.count, by: step) {
+            var first = WalkTracker(limits: WalkLimits())
+            var events = walk.fixes[..<split].flatMap { first.ingest($0) }
+            let log = journaled(events)
+            var restored = WalkTracker(limits: WalkLimits(), restoring: log.points, milestones: log.milestones)
+            events += walk.fixes[split...].flatMap { restored.ingest($0) }
+            #expect(
+                abs(restored.distance - uninterrupted.distance) < 0.1,
+                "split at \(split): \(restored.distance) m restored, \(uninterrupted.distance) m uninterrupted")
+            #expect(milestoneIndices(events) == milestoneIndices(all), "split at \(split)")
+        }
     }
 }
 

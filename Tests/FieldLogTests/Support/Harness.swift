@@ -175,50 +175,35 @@ final class GPSFake {
 
     /// `delay` is gpsfake's pause per sentence. gpsfake calls a replay failed when gpsd has not let go of
     /// the receiver 60 s after its input ran out (-W); on a loaded 2-core machine that takes longer.
-    /// Returns once gpsd accepts connections. gpsfake connects as soon as gpsd's control socket exists,
-    /// which can be before gpsd listens on its port: on a loaded machine that start fails ("socket error,
-    /// Connection refused"), and it is tried again (on a new port, unless `port` is given), as it is when
-    /// gpsd does not listen within 10 s.
-    init(capture: String, port fixedPort: UInt16? = nil, delay: Double = 0.002, in directory: String) async throws {
-        let capture = try Self.withLeadIn(capture, delay: delay, in: directory)
-        var attempt = 0
-        while true {
-            attempt += 1
-            let port = fixedPort ?? Harness.freePort()
-            let child = try Child(
-                "/usr/bin/gpsfake", ["-1", "-p", "-q", "-W", "240", "-c", String(delay), "-P", String(port), capture],
-                in: directory)
-            let deadline = Date().addingTimeInterval(10)
-            while child.isRunning && !Harness.accepts(port: port) && Date() < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            // Listening, or out of attempts. A gpsd that is running but not listening on 127.0.0.1 lost the
-            // port to another socket after freePort() let it go (it then listens on ::1 only): try again.
-            if (child.isRunning && Harness.accepts(port: port)) || attempt == 3 {
-                (self.port, self.child) = (port, child)
-                return
-            }
-            child.reap()
-        }
+    init(capture: String, port: UInt16 = Harness.freePort(), delay: Double = 0.002, in directory: String) async throws {
+        self.port = port
+        child = try Child(
+            "/usr/bin/gpsfake",
+            ["-1", "-p", "-q", "-W", "240", "-c", String(delay), "-P", String(port),
+             try Self.withLeadIn(capture, delay: delay, in: directory)],
+            in: directory)
     }
 
     var address: String { "127.0.0.1:\(port)" }
 
-    /// gpsfake replays 1.4 s after it starts, whoever is listening; on a loaded machine fieldlog can take
-    /// longer to start and connect, and miss the first fixes. An NMEA capture gets 2 s of sentences without
-    /// a fix in front (after its header comments), so the walk starts after every client is there.
+    /// gpsfake replays 1.4 s after it starts, whoever is listening, and stops gpsd when its input has run
+    /// out; on a loaded machine fieldlog can connect after the first fixes, and gpsd can still be behind
+    /// the last ones. An NMEA capture gets sentences without a fix before the walk (after its header
+    /// comments), 5 s of them: a recorder reading a photo folder first (a worker process per photo) has
+    /// been seen to need 4 s to connect while other tests load the machine; and 2 s of them after it.
     private static func withLeadIn(_ capture: String, delay: Double, in directory: String) throws -> String {
         let text = try String(contentsOfFile: capture, encoding: .isoLatin1)
         guard text.hasPrefix("#") || text.hasPrefix("$") else { return capture }
         let body = "GPTXT,01,01,02,fieldlog test lead-in"
         let checksum = body.utf8.reduce(UInt8(0)) { $0 ^ $1 }
         let sentence = "$" + body + "*" + String(checksum, radix: 16, uppercase: true) + "\r\n"
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        let header = lines.prefix { $0.hasPrefix("#") }
-        let leadIn = String(repeating: sentence, count: Int((2 / max(delay, 0.001)).rounded(.up)))
+        let captureLines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        let header = captureLines.prefix { $0.hasPrefix("#") }
+        let lines = { (seconds: Double) in String(repeating: sentence, count: Int((seconds / max(delay, 0.001)).rounded(.up))) }
         let path = directory + "/leadin-" + UUID().uuidString.prefix(8) + "-" + (capture as NSString).lastPathComponent
-        let joined = header.joined(separator: "\n") + (header.isEmpty ? "" : "\n") + leadIn
-            + lines.dropFirst(header.count).joined(separator: "\n")
+        let joined = header.joined(separator: "\n") + (header.isEmpty ? "" : "\n") + lines(5)
+            + captureLines.dropFirst(header.count).joined(separator: "\n") + (text.hasSuffix("\n") ? "" : "\r\n")
+            + lines(2)
         try joined.write(toFile: path, atomically: true, encoding: .isoLatin1)
         return path
     }
