@@ -153,17 +153,3 @@ struct DistanceTests {
 private func milestoneIndices(_ events: [WalkEvent]) -> [Int] {
     events.compactMap { if case let .milestone(milestone) = $0 { milestone.index } else { nil } }
 }
-
-/// The events as they come back from the journal: rounded as journaled.
-private func journaled(_ events: [WalkEvent]) -> WalkLog {
-    var lines = [JournalCodec.encode(.walkStart(id: "test", time: 0, every: 100))]
-    for event in events {
-        switch event {
-        case let .segment(segment): lines.append(JournalCodec.encode(.segment(segment)))
-        case let .point(point): lines.append(JournalCodec.encode(.point(point)))
-        case let .milestone(milestone): lines.append(JournalCodec.encode(.milestone(milestone)))
-        case .rejected: break
-        }
-    }
-    return WalkLog.parse(id: "test", contents: Array((lines.joined(separator: "\n") + "\n").utf8))
-}

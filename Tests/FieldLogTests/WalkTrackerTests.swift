@@ -426,7 +426,7 @@ private func recoveryWalk() -> [Fix] {
 }
 
 /// What a tracker's events look like after a trip through the journal (rounded as journaled).
-private func journaled(_ events: [WalkEvent], id: String = "test") -> WalkLog {
+func journaled(_ events: [WalkEvent], id: String = "test") -> WalkLog {
     var lines: [String] = [JournalCodec.encode(.walkStart(id: id, time: t0, every: 100))]
     for event in events {
         switch event {

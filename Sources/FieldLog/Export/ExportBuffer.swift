@@ -60,6 +60,15 @@ struct ExportBuffer {
         appendDecimal(value, digits: digits)
     }
 
+    /// `,"key":value` when there is a value, nothing otherwise: a JSON field that is left out when unknown.
+    mutating func appendOptionalField(_ key: String, _ value: Double?, digits: Int) {
+        guard let value else { return }
+        append(",\"")
+        append(key)
+        append("\":")
+        appendDecimal(value, digits: digits)
+    }
+
     /// A JSON string literal, quotes included (RFC 8259 §7).
     mutating func appendJSONString(_ text: String) {
         bytes.append(UInt8(ascii: "\""))

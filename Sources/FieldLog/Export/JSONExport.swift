@@ -27,22 +27,10 @@ enum JSONExport {
             out.appendDecimal(point.fix.latitude, digits: ExportPrecision.degrees)
             out.append(",\"lon\":")
             out.appendDecimal(point.fix.longitude, digits: ExportPrecision.degrees)
-            if let altitude = point.fix.altitude {
-                out.append(",\"alt\":")
-                out.appendDecimal(altitude, digits: ExportPrecision.metres)
-            }
-            if let error = point.fix.horizontalError {
-                out.append(",\"eph\":")
-                out.appendDecimal(error, digits: ExportPrecision.metres)
-            }
-            if let speed = point.fix.speed {
-                out.append(",\"speed\":")
-                out.appendDecimal(speed, digits: ExportPrecision.metres)
-            }
-            if let course = point.fix.track {
-                out.append(",\"course\":")
-                out.appendDecimal(course, digits: ExportPrecision.metres)
-            }
+            out.appendOptionalField("alt", point.fix.altitude, digits: ExportPrecision.metres)
+            out.appendOptionalField("eph", point.fix.horizontalError, digits: ExportPrecision.metres)
+            out.appendOptionalField("speed", point.fix.speed, digits: ExportPrecision.metres)
+            out.appendOptionalField("course", point.fix.track, digits: ExportPrecision.metres)
             out.append(",\"segment\":")
             out.append(point.segment)
             out.append("}")

@@ -213,10 +213,7 @@ public enum JournalCodec {
         }
         line.append("\"dist\":")
         line.appendDecimal(point.distance, digits: ExportPrecision.metres)
-        if let error = point.fix.horizontalError {
-            line.append(",\"eph\":")
-            line.appendDecimal(error, digits: ExportPrecision.metres)
-        }
+        line.appendOptionalField("eph", point.fix.horizontalError, digits: ExportPrecision.metres)
         line.append(",\"lat\":")
         line.appendDecimal(point.fix.latitude, digits: ExportPrecision.degrees)
         line.append(",\"lon\":")
@@ -225,16 +222,10 @@ public enum JournalCodec {
         line.append(point.fix.mode)
         line.append(",\"seg\":")
         line.append(point.segment)
-        if let speed = point.fix.speed {
-            line.append(",\"speed\":")
-            line.appendDecimal(speed, digits: ExportPrecision.metres)
-        }
+        line.appendOptionalField("speed", point.fix.speed, digits: ExportPrecision.metres)
         line.append(",\"time\":")
         line.appendJSONTime(point.fix.time)
-        if let track = point.fix.track {
-            line.append(",\"track\":")
-            line.appendDecimal(track, digits: ExportPrecision.metres)
-        }
+        line.appendOptionalField("track", point.fix.track, digits: ExportPrecision.metres)
         line.append(",\"type\":\"fix\"}")
         return String(decoding: line.bytes, as: UTF8.self)
     }
