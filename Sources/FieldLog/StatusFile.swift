@@ -70,6 +70,11 @@ public final class StatusFile: @unchecked Sendable {
         return try? JSONDecoder().decode(Contents.self, from: data)
     }
 
+    /// The connection to gpsd and the system-clock time the last fix arrived, as now (not as last written).
+    public var gpsdState: (state: GPSDState, lastFixWall: Double?) {
+        lock.withLock { (contents.gpsd, contents.lastFixWall) }
+    }
+
     public func noteFix(summary: WalkRecorder.Summary) {
         lock.withLock {
             contents.lastFixWall = Date().timeIntervalSince1970

@@ -20,13 +20,13 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
     static let configKeys: Set<String> = [
         "gpsd", "state-dir", "every", "gap", "idle-gap", "max-eph", "max-speed", "min-step", "photos-dir",
         "api-key-file", "flickr-endpoint", "flickr-ca-file", "flickr-rate", "cache-dir", "cache-max", "thumb-size", "photo-retry-max",
-        "log-level",
+        "log-level", "http",
     ]
 
     @OptionGroup var configOption: ConfigOption
 
     @Option(help: "gpsd address as HOST:PORT.")
-    var gpsd: GPSDAddress = GPSDAddress(host: "127.0.0.1", port: "2947")
+    var gpsd: HostAndPort = HostAndPort(host: "127.0.0.1", port: "2947")
 
     @OptionGroup var stateDirectory: StateDirectoryOption
 
@@ -53,6 +53,18 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
 
     @OptionGroup var photos: PhotoOptions
 
+    @Option(
+        help: ArgumentHelp(
+            "Serve the live page of the walk on ADDRESS:PORT (off by default).",
+            discussion: """
+                A read-only page anyone who can reach ADDRESS may open: the walk's track, milestones, photos \
+                with their attribution, favourites and the recorder's status, updated as the walk goes on, \
+                and its exports. 127.0.0.1 keeps it on the device; 0.0.0.0 offers it to every network the \
+                device is on (its Wi-Fi hotspot). The API key is never shown.
+                """,
+            valueName: "address:port"))
+    var http: HostAndPort?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
@@ -68,6 +80,7 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
             "flickr-ca-file": photos.flickrCaFile,
             "flickr-rate": "\(photos.flickrRate)", "cache-dir": photos.cacheDir, "cache-max": "\(photos.cacheMax)",
             "thumb-size": "\(photos.thumbSize)", "photo-retry-max": "\(photos.photoRetryMax)", "log-level": "\(logLevel)",
+            "http": http?.description,
         ]
         return settings.map { key, value in
             value.map { "\(key): \(ConfigFile.quoted($0))\n" } ?? "# \(key): (not set)\n"
@@ -120,10 +133,11 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
         } catch {
             throw CleanExit.failure("fieldlog: \(error)")
         }
+        let statusFile = StatusFile(directory: store.directory, gpsdAddress: gpsd.description)
         let recorderService = RecorderService(
             reader: GPSDReader(configuration: readerConfiguration, logger: logger),
             recorder: recorder,
-            status: StatusFile(directory: store.directory, gpsdAddress: gpsd.description),
+            status: statusFile,
             onEnd: { [once] in
                 // A replay is over when its photos are served too.
                 if once { photoService?.finishWhenIdle() }
@@ -141,6 +155,22 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
             logger.notice("no photo source: set FLICKR_API_KEY, --api-key-file or --photos-dir; milestones get no photos")
             services = [.init(service: recorderService, successTerminationBehavior: .gracefullyShutdownGroup)]
         }
+        if let http {
+            let activity = photoService?.activity
+            let web = WebService(
+                configuration: .init(host: http.host, port: Int(http.port)!), store: store,
+                cacheDirectory: photos.cacheDir,
+                currentWalk: { recorder.summary.walkID },
+                status: {
+                    let summary = recorder.summary
+                    let gpsd = statusFile.gpsdState
+                    return LiveStatus(
+                        distance: summary.distance, milestones: summary.milestones, gpsd: gpsd.state,
+                        lastFixWall: gpsd.lastFixWall, photos: activity?.current, storage: summary.storage?.reason)
+                },
+                logger: logger)
+            services.append(.init(service: web, successTerminationBehavior: .ignore))
+        }
         // Last, so that it hears of a shutdown first (STOPPING=1); READY=1 as the group starts, state recovered.
         let notifier = SystemdNotifier(logger: logger)
         if notifier.isEnabled {
@@ -157,7 +187,8 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
     }
 }
 
-struct GPSDAddress: ExpressibleByArgument, CustomStringConvertible {
+/// HOST:PORT or [IPv6]:PORT, for gpsd and for the live page.
+struct HostAndPort: ExpressibleByArgument, CustomStringConvertible {
     var host: String
     var port: String
 

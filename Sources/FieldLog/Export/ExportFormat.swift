@@ -18,7 +18,7 @@ public enum WalkExport {
     /// page, which carries the thumbnails inside it.
     public static func render(
         _ log: WalkLog, as format: ExportFormat, isCached: (String) -> Bool = { _ in false },
-        thumbnail: (String) -> [UInt8]? = { _ in nil }
+        thumbnail: @escaping (String) -> [UInt8]? = { _ in nil }
     ) -> [UInt8] {
         switch format {
         case .json: JSONExport.render(log, isCached: isCached)

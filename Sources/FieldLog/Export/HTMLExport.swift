@@ -11,7 +11,28 @@ import Foundation
 /// Markup others may script against: every milestone is one `<article data-milestone="INDEX">`, newest
 /// first, its photo an `<img>` inside it; the track is the page's one `<svg>`.
 enum HTMLExport {
-    static func render(_ log: WalkLog, isCached: (String) -> Bool, thumbnail: (String) -> [UInt8]?) -> [UInt8] {
+    /// Where a card's thumbnail comes from: inline in the page (the export), or from the live page's
+    /// server (`/thumbnails/KEY`).
+    enum Images {
+        case inline((String) -> [UInt8]?)
+        case linked
+    }
+
+    /// What makes the live page differ from the export: its script, its status line, and one page of cards.
+    struct Live {
+        /// Only milestones before this index (the next page down); nil for the newest.
+        var before: Int?
+        var pageSize = 50
+        var status: String
+        /// The walk's change number the page shows, where its event stream starts.
+        var seq: Int
+    }
+
+    static func render(_ log: WalkLog, isCached: (String) -> Bool, thumbnail: @escaping (String) -> [UInt8]?) -> [UInt8] {
+        render(log, isCached: isCached, images: .inline(thumbnail), live: nil)
+    }
+
+    static func render(_ log: WalkLog, isCached: (String) -> Bool, images: Images, live: Live?) -> [UInt8] {
         var out = ExportBuffer(capacity: 64 * 1024 + log.milestones.count * 2048)
         out.append(
             """
@@ -20,17 +41,35 @@ enum HTMLExport {
             <head>
             <meta charset="utf-8">
             <meta name="viewport" content="width=device-width, initial-scale=1">
-            <meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'">
-            <meta name="generator" content="fieldlog">
-            <title>Walk 
+
             """)
+        out.append("<meta http-equiv=\"Content-Security-Policy\" content=\"")
+        out.append(live == nil ? contentSecurityPolicy : liveContentSecurityPolicy)
+        out.append("\">\n<meta name=\"generator\" content=\"fieldlog\">\n")
+        if live != nil { out.append("<script src=\"/live.js\" defer></script>\n") }
+        out.append("<title>Walk ")
         out.appendXMLText(log.id)
         out.append("</title>\n<style>\n")
         out.append(style)
-        out.append("</style>\n</head>\n<body>\n<header>\n<h1>Walk ")
-        out.appendXMLText(log.id)
+        out.append("</style>\n</head>\n")
+        if let live {
+            out.append("<body data-walk=\"")
+            out.appendXMLText(log.id)
+            out.append("\" data-seq=\"")
+            out.append(live.seq)
+            out.append("\">\n")
+        } else {
+            out.append("<body>\n")
+        }
+        out.append("<header>\n<h1>Walk ")
+        out.appendXMLText(log.id.isEmpty ? "not started yet" : log.id)
         out.append("</h1>\n")
         appendSummary(log, to: &out)
+        if let live {
+            out.append("<p id=\"status\" class=\"status\" role=\"status\">")
+            out.appendXMLText(live.status)
+            out.append("</p>\n")
+        }
         out.append("</header>\n")
         TrackSVG.append(log, to: &out)
         out.append(
@@ -41,12 +80,44 @@ enum HTMLExport {
             <main class="cards">
 
             """)
-        for milestone in log.milestones.reversed() {
-            appendCard(milestone, log: log, isCached: isCached, thumbnail: thumbnail, to: &out)
+        var shown = log.milestones[...]
+        if let live {
+            if let before = live.before { shown = shown.prefix { $0.index < before } }
+            shown = shown.suffix(live.pageSize)
         }
-        out.append("</main>\n<footer>Recorded by fieldlog. Photos belong to their owners; see each licence.</footer>\n")
+        for milestone in shown.reversed() {
+            appendCard(milestone, log: log, isCached: isCached, images: images, to: &out)
+        }
+        out.append("</main>\n")
+        if live != nil, let oldest = shown.first, oldest.index > log.milestones.first!.index {
+            out.append("<nav class=\"paging\"><a id=\"older\" href=\"/?before=")
+            out.append(oldest.index)
+            out.append("\">Older milestones</a></nav>\n")
+        }
+        out.append("<footer>Recorded by fieldlog. Photos belong to their owners; see each licence.</footer>\n")
         out.append("</body>\n</html>\n")
         return out.bytes
+    }
+
+    /// The export loads nothing at all; the live page loads its script, thumbnails and events from its server.
+    static let contentSecurityPolicy =
+        "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+    static let liveContentSecurityPolicy =
+        "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; script-src 'self'; connect-src 'self'; "
+        + "base-uri 'none'; form-action 'none'"
+
+    /// One milestone's card as the page shows it: what the live page sends when it changes.
+    static func card(_ milestone: Milestone, log: WalkLog, isCached: (String) -> Bool) -> [UInt8] {
+        var out = ExportBuffer(capacity: 1024)
+        appendCard(milestone, log: log, isCached: isCached, images: .linked, to: &out)
+        return out.bytes
+    }
+
+    /// The summary list alone, as the live page refreshes it.
+    static func summary(_ log: WalkLog) -> String {
+        var out = ExportBuffer(capacity: 512)
+        appendSummary(log, to: &out)
+        return String(decoding: out.bytes, as: UTF8.self)
     }
 
     private static func appendSummary(_ log: WalkLog, to out: inout ExportBuffer) {
@@ -78,8 +149,7 @@ enum HTMLExport {
     }
 
     private static func appendCard(
-        _ milestone: Milestone, log: WalkLog, isCached: (String) -> Bool, thumbnail: (String) -> [UInt8]?,
-        to out: inout ExportBuffer
+        _ milestone: Milestone, log: WalkLog, isCached: (String) -> Bool, images: Images, to out: inout ExportBuffer
     ) {
         let starred = log.starred.contains(milestone.index)
         out.append(starred ? "<article class=\"card starred\" data-milestone=\"" : "<article class=\"card\" data-milestone=\"")
@@ -104,13 +174,20 @@ enum HTMLExport {
             appendDistance(radius, to: &out)
             out.append(".</p>\n")
         case let .found(photo, distance, cacheKey):
-            let image = isCached(cacheKey) ? thumbnail(cacheKey) : nil
             out.append("<figure>\n")
-            if let image {
+            // Cache keys are [A-Za-z0-9_-], and base64 has nothing to escape either.
+            let source: String? =
+                switch images {
+                case let .inline(thumbnail):
+                    isCached(cacheKey) ? thumbnail(cacheKey).map { "data:image/jpeg;base64," + Data($0).base64EncodedString() } : nil
+                case .linked:
+                    isCached(cacheKey) ? "/thumbnails/" + cacheKey : nil
+                }
+            if let source {
                 out.append("<img alt=\"")
                 out.appendXMLText(photo.title.isEmpty ? "Photo \(photo.id)" : photo.title)
-                out.append("\" src=\"data:image/jpeg;base64,")
-                out.append(Data(image).base64EncodedString())
+                out.append("\" src=\"")
+                out.append(source)
                 out.append("\">\n")
             } else {
                 out.append("<p class=\"missing\">Thumbnail no longer in the cache.</p>\n")
@@ -192,6 +269,9 @@ enum HTMLExport {
         .card img { display: block; width: 100%; max-width: 320px; height: auto; border-radius: 0.25rem; }
         .card figcaption { font-size: 0.85rem; margin-top: 0.3rem; overflow-wrap: anywhere; }
         .missing { color: var(--muted); font-style: italic; }
+        .status { margin: 0.25rem 0 0.5rem; padding: 0.3rem 0.5rem; border-left: 3px solid var(--accent); background: var(--card); font-size: 0.85rem; }
+        .status.stale { opacity: 0.5; }
+        .paging { margin: 1rem 0; text-align: center; }
         .star { color: #c99700; }
         #view-grid:checked ~ .cards { display: grid; grid-template-columns: repeat(3, 1fr); gap: 0.4rem; }
         #view-grid:checked ~ .cards .card { padding: 0.3rem; }

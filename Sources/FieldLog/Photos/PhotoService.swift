@@ -40,6 +40,8 @@ public struct PhotoService: Service {
     private let milestones: AsyncStream<Pending>
     private let continuation: AsyncStream<Pending>.Continuation
     private let maxBackoff: Double
+    /// What the service is doing now, for the live page.
+    public let activity = PhotoActivity()
 
     /// Reads the newest journal, and the walk index for older walks still waiting for photos.
     public init(
@@ -129,6 +131,7 @@ public struct PhotoService: Service {
             } else if arrivals.isFinished {
                 return
             } else {
+                activity.set(.idle)
                 await arrivals.wait()
                 continue
             }
@@ -145,6 +148,7 @@ public struct PhotoService: Service {
                     failing = false
                 }
             } catch let error as PhotoSourceError where error.kind == .fatal {
+                activity.set(.unusable(reason: error.message))
                 logger.error("photo source \(sourceName) unusable: \(error.message); milestones stay pending")
                 recorder.note(.photoSourceUnavailable, message: error.message)
                 // Keep draining the stream so nothing blocks; journaled milestones stay pending.
@@ -160,7 +164,10 @@ public struct PhotoService: Service {
                     failing = true
                 }
                 // Full jitter, so many devices coming back online do not retry in step.
-                try? await Task.sleep(for: .seconds(Double.random(in: backoff / 2...backoff)))
+                let delay = Double.random(in: backoff / 2...backoff)
+                activity.set(.backingOff(
+                    milestone: item.milestone.index, reason: "\(error)", retry: Date().timeIntervalSince1970 + delay))
+                try? await Task.sleep(for: .seconds(delay))
                 backoff = min(backoff * 2, maxBackoff)
             }
         }
@@ -175,6 +182,7 @@ public struct PhotoService: Service {
     {
         let milestone = item.milestone
         for radius in Self.radii {
+            activity.set(.searching(milestone: milestone.index))
             let candidates = try await source.search(
                 latitude: milestone.latitude, longitude: milestone.longitude, radius: radius)
                 .filter { !avoided.contains($0.id) }
@@ -182,6 +190,7 @@ public struct PhotoService: Service {
                 .sorted { $0.1 < $1.1 }
             for (candidate, distance) in candidates where !avoided.contains(candidate.id) {
                 do {
+                    activity.set(.downloading(milestone: milestone.index))
                     let bytes = try await source.image(of: candidate, limit: Self.imageLimit)
                     if attempted.insert(candidate.id).inserted {
                         recorder.note(.photoAttempt, message: candidate.id, toWalk: item.walkID)

@@ -8,7 +8,8 @@ import Darwin
 /// be in the middle of appending one.
 public final class JournalFollower {
     public let path: String
-    private var offset: off_t
+    /// Bytes of the file read so far.
+    public private(set) var offset: off_t
     private var partial: [UInt8] = []
 
     public init(path: String, from offset: off_t = 0) {

@@ -1,0 +1,320 @@
+import FieldLog
+import Foundation
+import Testing
+import WalkSimulation
+
+/// `fieldlog run --http`: the live page during a real replay (gpsfake, the fake Flickr on loopback) in a
+/// real headless browser, and the server's bounds against hostile and greedy clients over plain sockets.
+@Suite(.serialized, .enabled(if: Harness.gpsfakeAvailable, "needs gpsd and gpsfake (apt: gpsd gpsd-clients)"))
+struct LivePageTests {
+    let directory = Harness.temporaryDirectory()
+    var state: String { directory + "/state" }
+    var cache: String { directory + "/cache" }
+    let flickr = FakeFlickr()
+
+    static let browserAvailable = FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium")
+
+    /// A straight walk north-east of about `metres`, and a photo 30 m beside every hundred metres of it.
+    func walkWithPhotos(metres: Double) throws -> (capture: String, walk: SyntheticWalk) {
+        var walk = SyntheticWalk(heading: 45)
+        walk.add([.walk(seconds: Int(metres / 1.4), speed: 1.4)])
+        let capture = directory + "/walk.nmea"
+        try walk.write(to: capture)
+        let start = (lat: 55.9486, lon: -3.1999)
+        for hundred in 0...Int(metres / 100) {
+            let onPath = Geodesy.destination(start.lat, start.lon, bearing: 45, distance: Double(hundred) * 100)
+            let beside = Geodesy.destination(onPath.lat, onPath.lon, bearing: 135, distance: 30)
+            flickr.add(.init(id: "5200\(hundred)", latitude: beside.lat, longitude: beside.lon,
+                             title: "View \(hundred)", jpeg: PhotoTests.jpeg))
+        }
+        return (capture, walk)
+    }
+
+    /// `fieldlog run` with the live page on `port` and the fake Flickr as its photo source.
+    func recorder(gpsd: String, port: UInt16, extra: [String] = []) throws -> Child {
+        try Child(
+            Harness.fieldlog,
+            ["run", "--gpsd", gpsd, "--state-dir", state, "--cache-dir", cache, "--flickr-endpoint", flickr.endpoint,
+             "--photo-retry-max", "2", "--http", "127.0.0.1:\(port)"] + extra,
+            in: directory, environment: ["FLICKR_API_KEY": FakeFlickr.apiKey])
+    }
+
+    func waitUntil(timeout: Double = 60, _ condition: () -> Bool) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !condition() {
+            guard Date() < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return true
+    }
+
+    func journal() -> String {
+        let store = JournalStore(directory: state)
+        guard let id = try? store.walkIDs().last else { return "" }
+        return (try? String(contentsOfFile: store.path(for: id), encoding: .utf8)) ?? ""
+    }
+
+    struct LiveSeen: Decodable {
+        struct Look: Decodable {
+            var t: Double
+            var milestones: [Int]
+            var images: [Int]
+            var status: String
+        }
+        var timeline: [Look]
+        var reloaded: Bool
+        var final: PageTests.Seen
+        var grid: PageTests.Seen
+    }
+
+    @Test(.enabled(if: browserAvailable, "needs chromium (scripts/install-deps --tests)"))
+    func livePageUpdatesDuringAReplayWithoutReload() async throws {
+        try await flickr.start()
+        defer { Task { [flickr] in await flickr.stop() } }
+        // About 40 s of replay for a 780 m walk (milestones 0 to 7): the page is open while milestones come in.
+        let (capture, walk) = try walkWithPhotos(metres: 780)
+        let lines = walk.nmea.utf8.filter { $0 == UInt8(ascii: "\n") }.count
+        flickr.setFault(.serverError)
+        let port = Harness.freePort()
+        let gpsd = try await GPSFake(capture: capture, delay: 40.0 / Double(lines), in: directory)
+        let recording = try recorder(gpsd: gpsd.address, port: port)
+        defer { recording.reap() }
+        // Opened once the walk has begun: a page opened before would reload to show it.
+        #expect(await waitUntil { journal().contains("\"walk_start\"") && Harness.accepts(port: port) })
+        let browser = try Child(
+            "/usr/bin/python3",
+            [Harness.repository + "/Tests/browser/live_check.py", "http://127.0.0.1:\(port)/", "--cards", "8",
+             "--timeout", "150", "--phone", directory + "/live-phone.png", "--desktop", directory + "/live-grid.png"],
+            in: directory)
+        // The photo source fails until the recorder has said so in its journal, and a few seconds more for
+        // the page to show it; then it recovers.
+        #expect(await waitUntil { journal().contains("pending, retrying") })
+        try await Task.sleep(for: .seconds(4))
+        flickr.setFault(.none)
+        let looked = await browser.wait(timeout: 200)
+        #expect(looked.status == 0, "\(looked.stderr)")
+        await gpsd.wait()
+        recording.signal(SIGTERM)
+        let stopped = await recording.wait(timeout: 20)
+        #expect(stopped.status == 0, "\(stopped.stderr)")
+
+        let seen = try JSONDecoder().decode(LiveSeen.self, from: Data(looked.stdout.utf8))
+        #expect(!seen.reloaded, "the page reloaded")
+        // Cards appeared one after another on the open page, newest first at every look.
+        let counts = seen.timeline.map(\.milestones.count)
+        #expect(counts.first! < 8 && counts.last! >= 8, "\(counts)")
+        #expect(Set(counts).count >= 4, "cards did not arrive one by one: \(counts)")
+        for look in seen.timeline {
+            #expect(look.milestones == look.milestones.sorted(by: >), "not newest first at \(look.t) s")
+        }
+        // The status line told of the failing source, then of it working again.
+        let statuses = seen.timeline.map(\.status)
+        let failing = try #require(statuses.firstIndex { $0.contains("retrying in") }, "\(Set(statuses))")
+        #expect(statuses[failing...].contains { $0.contains("photos: waiting for the next milestone") || $0.contains("photos: searching") })
+        #expect(statuses.allSatisfy { $0.contains("gpsd") && $0.contains("last fix") || $0.contains("no fix yet") })
+        // The end: every milestone's card with its photo decoded and its attribution.
+        let log = try JournalStore(directory: state).read(try JournalStore(directory: state).resolve(nil))
+        #expect(seen.final.milestones == log.milestones.map(\.index).reversed())
+        #expect(seen.final.images.count == log.milestones.count && seen.final.images.allSatisfy { $0 > 0 })
+        #expect(seen.final.text.contains("View 3") && seen.final.text.contains("Test Walker"))
+        #expect(seen.grid.gridColumns.split(separator: " ").count == 3)
+        print("live page screenshots: \(directory)/live-phone.png, \(directory)/live-grid.png")
+    }
+
+    /// A walk recorded to completion, then served by a recorder whose gpsd is gone.
+    func serveRecordedWalk(port: UInt16) async throws -> Child {
+        try await flickr.start()
+        let (capture, _) = try walkWithPhotos(metres: 380)
+        let gpsd = try await GPSFake(capture: capture, in: directory)
+        let recorded = try await fieldlog(
+            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
+             "--flickr-endpoint", flickr.endpoint], in: directory, environment: ["FLICKR_API_KEY": FakeFlickr.apiKey])
+        await gpsd.wait()
+        #expect(recorded.status == 0, "\(recorded.stderr)")
+        let serving = try recorder(gpsd: "127.0.0.1:\(Harness.freePort())", port: port)
+        #expect(await waitUntil { Harness.accepts(port: port) })
+        return serving
+    }
+
+    @Test func hostileRequestsAreRejectedAndNothingLeaks() async throws {
+        let port = Harness.freePort()
+        let serving = try await serveRecordedWalk(port: port)
+        defer { serving.reap() }
+        defer { Task { [flickr] in await flickr.stop() } }
+
+        let page = RawHTTP.get("/", port: port)
+        #expect(page.status == 200 && page.body.contains("data-milestone=\"3\""), "\(page.head)")
+        for header in ["Content-Security-Policy: default-src 'none'", "X-Content-Type-Options: nosniff",
+                       "Referrer-Policy: no-referrer", "X-Frame-Options: DENY"] {
+            #expect(page.head.contains(header), "\(header) missing")
+        }
+        // Paths that lead outside the cache, or nowhere.
+        for path in ["/thumbnails/..%2F..%2Fstate", "/thumbnails/..%2fstatus.json", "/thumbnails/../state/status.json",
+                     "/../../../etc/passwd", "/state/status.json", "/thumbnails/%00", "/thumbnails/" + String(repeating: "a", count: 300),
+                     "/walk.json/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd"] {
+            let answer = RawHTTP.get(path, port: port)
+            #expect(answer.status == 404 || answer.status == 400, "\(path): \(answer.head)")
+            #expect(!answer.body.contains("root:") && !answer.body.contains("gpsd_address"), "\(path) leaked a file")
+        }
+        // Methods other than GET and HEAD.
+        for method in ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT", "PROPFIND"] {
+            let answer = RawHTTP.exchange("\(method) / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", port: port)
+            #expect(answer.status == 405 && answer.head.contains("Allow: GET, HEAD"), "\(method): \(answer.head)")
+        }
+        let head = RawHTTP.exchange("HEAD / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", port: port)
+        #expect(head.status == 200 && head.body.isEmpty)
+        // Huge headers: one of 64 KiB, and two hundred small ones.
+        let huge = RawHTTP.exchange(
+            "GET / HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 64 << 10))\r\nConnection: close\r\n\r\n", port: port)
+        #expect(huge.status != 200, "\(huge.head)")
+        let many = (0..<200).map { "X-H\($0): v\r\n" }.joined()
+        let crowded = RawHTTP.exchange("GET / HTTP/1.1\r\nHost: x\r\n\(many)Connection: close\r\n\r\n", port: port)
+        #expect(crowded.status != 200, "\(crowded.head)")
+        let garbage = RawHTTP.exchange("\u{1}\u{2}GARBAGE\r\n\r\n", port: port)
+        #expect(garbage.status != 200)
+        // Still serving after all that.
+        #expect(RawHTTP.get("/walk.json", port: port).status == 200)
+
+        // The API key is nowhere in what the server says.
+        var everything = ""
+        for path in ["/", "/?before=2", "/walk.json", "/walk.gpx", "/walk.geojson", "/walk.html", "/live.js", "/nothing"] {
+            let answer = RawHTTP.get(path, port: port)
+            everything += answer.head + answer.body
+        }
+        everything += RawHTTP.get("/events", port: port, readFor: 2).body
+        #expect(!everything.contains(FakeFlickr.apiKey))
+        #expect(everything.contains("event: status"))
+    }
+
+    @Test func eventSubscribersAreBoundedAndShutdownEndsTheirStreams() async throws {
+        let port = Harness.freePort()
+        let serving = try await serveRecordedWalk(port: port)
+        defer { serving.reap() }
+        defer { Task { [flickr] in await flickr.stop() } }
+
+        // 32 pages follow the walk; the 33rd is told to come back later.
+        var streams = try (0..<32).map { _ in try RawHTTP.Stream(path: "/events", port: port) }
+        for stream in streams {
+            #expect(stream.head.hasPrefix("HTTP/1.1 200") && stream.head.contains("text/event-stream"), "\(stream.head)")
+        }
+        let refused = RawHTTP.get("/events", port: port)
+        #expect(refused.status == 503 && refused.head.contains("Retry-After"), "\(refused.head)")
+        // The page itself is still served meanwhile.
+        #expect(RawHTTP.get("/", port: port).status == 200)
+        // Pages that go away give their places back.
+        for stream in streams.prefix(8) { stream.close() }
+        streams.removeFirst(8)
+        #expect(await waitUntil(timeout: 10) { (try? RawHTTP.Stream(path: "/events", port: port)).map { stream in
+            defer { stream.close() }
+            return stream.head.hasPrefix("HTTP/1.1 200")
+        } ?? false })
+        // A reconnecting page that missed everything is sent every card again; one of another walk reloads.
+        let missed = RawHTTP.get("/events", port: port, headers: ["Last-Event-ID: \(try JournalStore(directory: state).resolve(nil))/0"], readFor: 2)
+        #expect(missed.body.components(separatedBy: "data-milestone=").count - 1 >= 4, "\(missed.body.prefix(500))")
+        let other = RawHTTP.get("/events", port: port, headers: ["Last-Event-ID: 20000101T000000Z/7"], readFor: 2)
+        #expect(other.body.contains("event: walk"))
+
+        // SIGTERM with 24 streams open: every stream ends and the recorder exits at once.
+        let started = Date()
+        serving.signal(SIGTERM)
+        let stopped = await serving.wait(timeout: 20)
+        #expect(stopped.status == 0, "\(stopped.stderr)")
+        #expect(Date().timeIntervalSince(started) < 5, "shutdown took \(Date().timeIntervalSince(started)) s")
+        for stream in streams {
+            #expect(stream.readToEnd(timeout: 5), "a stream stayed open after shutdown")
+        }
+    }
+}
+
+/// HTTP/1.1 over a plain socket, as a browser or a hostile client sends it: nothing normalised on the way.
+enum RawHTTP {
+    struct Answer {
+        var head: String
+        var body: String
+        var status: Int {
+            let parts = head.split(separator: " ", maxSplits: 2)
+            return parts.count > 1 ? Int(parts[1]) ?? 0 : 0
+        }
+    }
+
+    static func connect(port: UInt16, timeout: Double = 5) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var wait = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - timeout.rounded(.down)) * 1e6))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard result == 0 else {
+            close(fd)
+            throw POSIXError(.ECONNREFUSED)
+        }
+        return fd
+    }
+
+    /// Sends `request`, then reads until the server closes, 5 s pass without a byte, or `readFor` seconds.
+    static func exchange(_ request: String, port: UInt16, readFor: Double = 30) -> Answer {
+        guard let fd = try? connect(port: port, timeout: min(5, readFor)) else { return Answer(head: "", body: "") }
+        defer { close(fd) }
+        _ = Array(request.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let deadline = Date().addingTimeInterval(readFor)
+        while Date() < deadline {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { break }
+            received += buffer[0..<count]
+        }
+        return split(String(decoding: received, as: UTF8.self))
+    }
+
+    static func get(_ path: String, port: UInt16, headers: [String] = [], readFor: Double = 30) -> Answer {
+        let extra = headers.map { $0 + "\r\n" }.joined()
+        return exchange("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(extra)Connection: close\r\n\r\n", port: port, readFor: readFor)
+    }
+
+    static func split(_ text: String) -> Answer {
+        guard let end = text.range(of: "\r\n\r\n") else { return Answer(head: text, body: "") }
+        return Answer(head: String(text[..<end.lowerBound]), body: String(text[end.upperBound...]))
+    }
+
+    /// An event stream held open: its response head read, the rest left to come.
+    final class Stream {
+        let fd: Int32
+        let head: String
+
+        init(path: String, port: UInt16) throws {
+            let fd = try RawHTTP.connect(port: port)
+            self.fd = fd
+            let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n"
+            _ = Array(request.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            var received: [UInt8] = []
+            var byte: UInt8 = 0
+            while !received.suffix(4).elementsEqual("\r\n\r\n".utf8), recv(fd, &byte, 1, 0) == 1 {
+                received.append(byte)
+            }
+            head = String(decoding: received, as: UTF8.self)
+        }
+
+        /// Whether the server closes the stream within `timeout` seconds.
+        func readToEnd(timeout: Double) -> Bool {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if count == 0 { return true }
+                if count < 0 && errno != EAGAIN && errno != EWOULDBLOCK { return true }
+            }
+            return false
+        }
+
+        func close() {
+            Foundation.close(fd)
+        }
+    }
+}
