@@ -64,6 +64,7 @@ struct LivePageTests {
         var timeline: [Look]
         var reloaded: Bool
         var final: PageTests.Seen
+        var paged: PageTests.Seen?
         var grid: PageTests.Seen
     }
 
@@ -119,6 +120,105 @@ struct LivePageTests {
         #expect(seen.final.text.contains("View 3") && seen.final.text.contains("Test Walker"))
         #expect(seen.grid.gridColumns.split(separator: " ").count == 3)
         print("live page screenshots: \(directory)/live-phone.png, \(directory)/live-grid.png")
+    }
+
+    @Test(.enabled(if: browserAvailable, "needs chromium (scripts/install-deps --tests)"))
+    func olderMilestonesLoadAsOneScrolls() async throws {
+        // 70 milestones, one every 10 m; no photo source.
+        var walk = SyntheticWalk(heading: 45)
+        walk.add([.walk(seconds: 500, speed: 1.4)])
+        try walk.write(to: directory + "/walk.nmea")
+        let gpsd = try await GPSFake(capture: directory + "/walk.nmea", in: directory)
+        let recorded = try await fieldlog(
+            ["run", "--once", "--every", "10", "--gpsd", gpsd.address, "--state-dir", state], in: directory)
+        await gpsd.wait()
+        #expect(recorded.status == 0, "\(recorded.stderr)")
+        let log = try JournalStore(directory: state).read(try JournalStore(directory: state).resolve(nil))
+        try #require(log.milestones.count > 60, "\(log.milestones.count) milestones")
+        let port = Harness.freePort()
+        let serving = try Child(
+            Harness.fieldlog, ["run", "--gpsd", "127.0.0.1:\(Harness.freePort())", "--state-dir", state,
+                               "--http", "127.0.0.1:\(port)"], in: directory)
+        defer { serving.reap() }
+        #expect(await waitUntil { Harness.accepts(port: port) })
+
+        // Without script: the newest 50, and a link to the rest.
+        let first = RawHTTP.get("/", port: port)
+        let newest = log.milestones.map(\.index).reversed().map { $0 }
+        #expect(first.body.components(separatedBy: "data-milestone=").count - 1 == 50)
+        #expect(first.body.contains("<a id=\"older\" href=\"/?before=\(newest[49])\">"))
+        let second = RawHTTP.get("/?before=\(newest[49])", port: port)
+        #expect(second.body.components(separatedBy: "data-milestone=").count - 1 == newest.count - 50)
+        #expect(!second.body.contains("id=\"older\""))
+        let tidy = directory + "/live.html"
+        try first.body.write(toFile: tidy, atomically: true, encoding: .utf8)
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/tidy") {
+            let checked = try await Child("/usr/bin/tidy", ["-q", "-e", tidy], in: directory).wait(timeout: 60)
+            #expect(checked.status == 0, "\(checked.stderr)")
+        }
+
+        // With script: scrolling down brings in the older milestones, in order, each once.
+        let browser = try await Child(
+            "/usr/bin/python3",
+            [Harness.repository + "/Tests/browser/live_check.py", "http://127.0.0.1:\(port)/", "--cards", "50",
+             "--photos", "0", "--timeout", "60", "--page-all"], in: directory).wait(timeout: 200)
+        #expect(browser.status == 0, "\(browser.stderr)")
+        let seen = try JSONDecoder().decode(LiveSeen.self, from: Data(browser.stdout.utf8))
+        #expect(seen.final.milestones == Array(newest.prefix(50)))
+        #expect(seen.paged?.milestones == newest)
+    }
+
+    static let wrkAvailable = FileManager.default.isExecutableFile(atPath: "/usr/bin/wrk")
+
+    /// Peak resident memory (VmHWM) of a process, in KiB.
+    static func peakMemoryKB(_ pid: pid_t) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        return status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
+            .flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") }
+    }
+
+    @Test(.enabled(if: wrkAvailable, "needs wrk (scripts/install-deps --tests)"))
+    func aCrowdOfPagesDoesNotSlowTheRecorder() async throws {
+        try await flickr.start()
+        defer { Task { [flickr] in await flickr.stop() } }
+        let (capture, walk) = try walkWithPhotos(metres: 780)
+        let lines = walk.nmea.utf8.filter { $0 == UInt8(ascii: "\n") }.count
+        let port = Harness.freePort()
+        let gpsd = try await GPSFake(capture: capture, delay: 30.0 / Double(lines), in: directory)
+        let recording = try recorder(gpsd: gpsd.address, port: port)
+        defer { recording.reap() }
+        #expect(await waitUntil { journal().contains("\"walk_start\"") && Harness.accepts(port: port) })
+        // 30 pages follow the walk and never read what they are sent; wrk hammers the page and an export.
+        let followers = try (0..<30).map { _ in try RawHTTP.Stream(path: "/events", port: port) }
+        defer { followers.forEach { $0.close() } }
+        let hammers = try ["/", "/walk.geojson"].map { path in
+            try Child("/usr/bin/wrk", ["-t1", "-c16", "-d15s", "http://127.0.0.1:\(port)\(path)"], in: directory)
+        }
+        var reports: [String] = []
+        for hammer in hammers {
+            let outcome = await hammer.wait(timeout: 60)
+            #expect(outcome.status == 0, "\(outcome.stderr)")
+            #expect(!outcome.stdout.contains("Non-2xx") && !outcome.stdout.contains("Socket errors"), "\(outcome.stdout)")
+            #expect(outcome.stdout.contains("Requests/sec"))
+            reports.append(outcome.stdout)
+        }
+        await gpsd.wait()
+        let peak = Self.peakMemoryKB(recording.pid)
+        recording.signal(SIGTERM)
+        let stopped = await recording.wait(timeout: 20)
+        #expect(stopped.status == 0, "\(stopped.stderr)")
+
+        // Every fix the receiver sent is in the journal, and every milestone has its photo.
+        let log = try JournalStore(directory: state).read(try JournalStore(directory: state).resolve(nil))
+        #expect(log.points.count >= walk.fixes.count - 2, "\(log.points.count) of \(walk.fixes.count) fixes")
+        #expect(abs(log.distance - walk.trueDistance) < walk.trueDistance * 0.03)
+        #expect(log.milestones.count == 8 && log.photos.count == 8)
+        // Memory stays bounded: a debug build, 30 streams and 32 busy connections.
+        let peakKB = try #require(peak)
+        #expect(peakKB < 150_000, "peak \(peakKB) KiB")
+        print("load on the live page: peak RSS \(peakKB / 1024) MB;", reports.map {
+            $0.split(separator: "\n").filter { $0.contains("Requests/sec") || $0.contains("Latency") }.joined(separator: "; ")
+        })
     }
 
     /// A walk recorded to completion, then served by a recorder whose gpsd is gone.

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Watches fieldlog's live page in Debian's headless chromium while a walk is recorded, and reports, as JSON.
 
-    live_check.py URL --cards N [--timeout SECONDS] [--phone PNG] [--desktop PNG]
+    live_check.py URL --cards N [--photos N] [--timeout SECONDS] [--page-all] [--phone PNG] [--desktop PNG]
 
 Opens URL at phone size, marks the page's window (a reload would lose the mark), then looks every half
-second until N cards are shown, each with its photo decoded, and the status line no longer reports a
-failing photo source, or until the timeout. Then takes the phone screenshot, switches to the grid at desktop
+second until N cards are shown, with --photos photos (default N) decoded, and the status line no longer reports a
+failing photo source, or until the timeout. With --page-all it then scrolls to the bottom until the page has
+no older milestones to load (reported as "paged": the probe after). Then takes the phone screenshot, switches to the grid at desktop
 size and takes the desktop screenshot. Prints {"timeline": [{"t", "milestones", "images", "status"}, ... one
 entry per change], "reloaded": whether the mark was lost, "final": page_check's probe of the last look,
 "grid": the probe at desktop size in the grid view}.
@@ -25,7 +26,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("url")
     parser.add_argument("--cards", type=int, required=True)
+    parser.add_argument("--photos", type=int, help="photos to wait for (default: as many as cards)")
     parser.add_argument("--timeout", type=float, default=120)
+    parser.add_argument("--page-all", action="store_true")
     parser.add_argument("--phone")
     parser.add_argument("--desktop")
     args = parser.parse_args()
@@ -65,19 +68,28 @@ def main():
             if entry != seen:
                 timeline.append({"t": round(time.monotonic() - start, 1), **entry})
                 seen = entry
-            done = (len(look["milestones"]) >= args.cards and len(look["images"]) >= args.cards
+            photos = args.cards if args.photos is None else args.photos
+            done = (len(look["milestones"]) >= args.cards and len(look["images"]) >= photos
                     and all(width > 0 for width in look["images"]) and "retrying" not in status)
             if done:
                 break
             time.sleep(0.5)
         final = json.loads(evaluate(PROBE))
+        paged = None
+        if args.page_all:
+            deadline = time.monotonic() + 60
+            while evaluate("!!document.getElementById('older')") and time.monotonic() < deadline:
+                evaluate("window.scrollTo(0, document.body.scrollHeight)")
+                time.sleep(0.5)
+            paged = json.loads(evaluate(PROBE))
+            evaluate("window.scrollTo(0, 0)")
         reloaded = evaluate("window.fieldlogMark") != 1
         screenshot(args.phone)
         size(1280, 900)
         evaluate("document.getElementById('view-grid').click()")
         grid = json.loads(evaluate(PROBE))
         screenshot(args.desktop)
-        print(json.dumps({"timeline": timeline, "reloaded": reloaded, "final": final, "grid": grid}))
+        print(json.dumps({"timeline": timeline, "reloaded": reloaded, "final": final, "paged": paged, "grid": grid}))
     finally:
         browser.close()
 
