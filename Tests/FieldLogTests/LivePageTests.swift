@@ -338,7 +338,9 @@ enum RawHTTP {
     }
 
     static func connect(port: UInt16, timeout: Double = 5) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // Close-on-exec: a child spawned meanwhile (wrk) must not inherit the test's connections (wrk sizes its
+        // event loop by its own connections and fails on higher descriptors).
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian

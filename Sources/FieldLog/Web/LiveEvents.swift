@@ -112,17 +112,19 @@ final class LiveEvents: Sendable {
     /// One look at the journal and the status; what changed goes to every subscriber.
     func tick() {
         let current = status()
+        let statusDue = state.withLock { state in
+            current.significant != state.lastStatus?.significant || .now - state.lastStatusSent >= statusInterval
+        }
         var (messages, summary) = walk.look { update, view -> ([String], String?) in
             if update.replaced { return ([walkEvent(update.walkID)], nil) }
             guard let view else { return ([], nil) }
             return (update.changes.map { cardEvent($0.kind, milestone: $0.milestone, seq: $0.seq, view: view) },
-                    HTMLExport.summary(view.log))
+                    statusDue ? HTMLExport.summary(view.log) : nil)
         }
         let slow = state.withLock { state in
-            let now = ContinuousClock.now
-            if current.significant != state.lastStatus?.significant || now - state.lastStatusSent >= statusInterval {
+            if statusDue {
                 state.lastStatus = current
-                state.lastStatusSent = now
+                state.lastStatusSent = .now
                 messages.append(statusEvent(current, summary: summary))
             }
             var slow: [AsyncStream<String>.Continuation] = []

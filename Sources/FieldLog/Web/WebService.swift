@@ -11,6 +11,8 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
+import NIOPosix
 import ServiceLifecycle
 
 /// `fieldlog run --http`: the live page of the walk being recorded, read-only, on Hummingbird.
@@ -89,25 +91,40 @@ public struct WebService: Service {
             try thumbnail(context.parameters.require("key"))
         }
         let (host, port) = (configuration.host, configuration.port)
-        let app = Application(
-            router: router,
-            server: .http1(
-                configuration: .init(
-                    idleTimeout: configuration.idleTimeout,
-                    httpDecoderConfiguration: .init(
-                        maxHeaderFieldSize: 8 << 10, maxHeaderListSize: 16 << 10, maxHeaderFieldCount: 64))),
+        let responder = router.buildResponder()
+        // HummingbirdCore's server with the router, not Hummingbird's Application: an Application refreshes
+        // its Date header every second, which woke the process up to four times a second with nobody looking.
+        let server = try HTTPServerBuilder.http1(
+            configuration: .init(
+                idleTimeout: configuration.idleTimeout,
+                httpDecoderConfiguration: .init(maxHeaderFieldSize: 8 << 10, maxHeaderListSize: 16 << 10, maxHeaderFieldCount: 64))
+        ).buildServer(
             configuration: .init(
                 address: .hostname(host, port: port),
                 availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections)),
+            eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger,
+            responder: { [logger] request, writer, channel in
+                var response: Response
+                do {
+                    response = try await responder.respond(
+                        to: request, context: BasicRequestContext(source: .init(channel: channel, logger: logger)))
+                } catch let error as HTTPParserError {
+                    throw error
+                } catch {
+                    logger.debug("live page: \(error)")
+                    response = Response(status: .internalServerError)
+                }
+                response.headers[.date] = HTTPDate.now()
+                try await writer.write(response: response.head, body: response.body)
+            },
             onServerRunning: { [logger, onListening] channel in
                 let bound = channel.localAddress?.port ?? port
                 logger.notice("live page on http://\(host.contains(":") ? "[\(host)]" : host):\(bound)/")
                 onListening(bound)
-            },
-            logger: logger)
+            })
         do {
             try await withGracefulShutdownHandler {
-                try await app.run()
+                try await server.run()
             } onGracefulShutdown: { [events] in
                 // Event streams never end by themselves: end them, or shutdown would wait for every page to close.
                 events.close()
@@ -239,6 +256,20 @@ struct ThumbnailFiles: Sendable {
     func listing() -> Set<String> {
         guard let directory, let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
         return Set(names.filter { $0.hasSuffix(".jpg") }.map { String($0.dropLast(4)) })
+    }
+}
+
+/// The Date header's format (RFC 9110 IMF-fixdate), made when a response is sent.
+enum HTTPDate {
+    static func now() -> String {
+        var seconds = time(nil)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(1900 + parts.tm_year) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 }
 
