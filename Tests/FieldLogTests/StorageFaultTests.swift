@@ -43,9 +43,10 @@ struct StorageFaultTests {
     /// Runs the walk under `fiu-run`, with `faults` switched on (fiu-ctrl) once the walk's journal exists,
     /// that is once gpsd is connected (libgps writes to its socket only then), and off `seconds` later.
     /// With `photos`, milestones are looked up in demo/photos (far from this walk: "none nearby").
-    func record(_ capture: String, state: String, faults: [String], seconds: Double, photos: Bool = false) async throws
-        -> Outcome
-    {
+    func record(
+        _ capture: String, state: String, faults: [String], seconds: Double, photos: Bool = false,
+        whileFailing: (() async throws -> Void)? = nil
+    ) async throws -> Outcome {
         let gpsd = try await GPSFake(capture: capture, delay: 0.01, in: directory)
         var arguments = ["-x", Harness.fieldlog, "run", "--once", "--gpsd", gpsd.address, "--state-dir", state]
         if photos {
@@ -58,6 +59,7 @@ struct StorageFaultTests {
             if switchedOn == nil, (try? JournalStore(directory: state).walkIDs().isEmpty) == false {
                 try await control(recorder, faults.map { "enable_random \($0)" })
                 switchedOn = Date()
+                try await whileFailing?()
             }
             if let on = switchedOn, Date().timeIntervalSince(on) > seconds {
                 try await control(recorder, faults.map { "disable \($0.split(separator: ",")[0])" })
@@ -111,6 +113,25 @@ struct StorageFaultTests {
         #expect(log.events.filter { $0.kind == .storageRecovered }.count == 1)
         // Milestones reached while the disk was full were looked up all the same; their outcomes were held too.
         #expect(log.pendingMilestones.isEmpty, "\(log.pendingMilestones.map(\.index))")
+    }
+
+    /// A star appended by `fieldlog star` (whose own fsync works) after the recorder's last good sync: the
+    /// recorder's next fsync fails, it cuts its journal back to what was synced and writes its lines again,
+    /// and the star must be written again with them, not lost.
+    @Test func aStarSurvivesTheRecordersFailedFsync() async throws {
+        let capture = try walkCapture()
+        let state = directory + "/star"
+        let outcome = try await record(
+            capture, state: state, faults: ["name=posix/io/sync/fsync,probability=1,failinfo=5"], seconds: 7,
+            whileFailing: {
+                let starred = try await fieldlog(["star", "--state-dir", state, "0"], in: directory)
+                #expect(starred.status == 0, "\(starred.stderr)")
+            })
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        let log = try onlyWalk(in: state)
+        #expect(log.events.contains { $0.kind == .storageFailed && $0.message?.contains("Input/output error") == true })
+        #expect(log.starred == [0], "the star was lost")
+        #expect(log.damagedLines.isEmpty)
     }
 
     @Test func ioErrorsOnWriteAndFsyncLoseNothing() async throws {

@@ -83,11 +83,29 @@ public final class JournalFile {
         writeFailed = false
     }
 
-    /// Gives up the bytes after `syncedLength` (a failed fsync may have lost them): the caller writes them
-    /// again. Best effort: a failure here is caught by `cutToLength` before the next write.
-    func dropUnsynced() {
+    /// Gives up the bytes after `syncedLength` (a failed fsync may have lost them): the caller writes `own`,
+    /// the lines it appended since, again. Returns the other lines found there, whole lines another writer
+    /// appended meanwhile (`fieldlog star`), for the caller to write again too: cutting the file back must
+    /// not take them with it. Best effort: a failure here is caught by `cutToLength` before the next write.
+    func dropUnsynced(own: [[UInt8]]) -> [[UInt8]] {
+        var others: [[UInt8]] = []
+        let end = lseek(descriptor, 0, SEEK_END)
+        if end > syncedLength {
+            var tail = [UInt8](repeating: 0, count: Int(end - syncedLength))
+            let count = tail.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress!, $0.count, syncedLength) }
+            var mine = own[...]
+            for line in tail.prefix(max(0, count)).split(separator: UInt8(ascii: "\n")) {
+                let whole = Array(line) + [UInt8(ascii: "\n")]
+                if let next = mine.first, next == whole {
+                    mine.removeFirst()
+                } else if !mine.contains(whole), JournalCodec.decode(Substring(decoding: line, as: UTF8.self)) != nil {
+                    others.append(whole)
+                }
+            }
+        }
         length = syncedLength
         _ = ftruncate(descriptor, length)
+        return others
     }
 
     /// Whether the file was removed (or its directory was) while open: its bytes live on only in this

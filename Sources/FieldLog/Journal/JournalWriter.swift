@@ -142,9 +142,10 @@ final class JournalWriter {
                 }
                 files[walk] = walk == current ? open : nil
             } catch {
-                // Whatever was not synced is written again later, in order, ahead of everything held.
-                open.file.dropUnsynced()
-                held.insert(contentsOf: open.unsynced, at: 0)
+                // Whatever was not synced is written again later, in order, ahead of everything held; so are
+                // lines another process appended meanwhile (a star), which cutting the file back removes.
+                let others = open.file.dropUnsynced(own: open.unsynced.map(\.bytes))
+                held.insert(contentsOf: open.unsynced + others.map { Line(walk: walk, bytes: $0, isFix: false) }, at: 0)
                 open.unsynced.removeAll()
                 files[walk] = open
                 fail(error, walk: walk)
