@@ -280,6 +280,7 @@ enum HTMLExport {
         #view-grid:checked ~ .cards h2 { font-size: 0.8rem; }
         #only-starred:checked ~ .cards .card:not(.starred) { display: none; }
         footer { color: var(--muted); font-size: 0.8rem; margin: 1.5rem 0; }
+        @media (max-width: 40rem) { svg.track { max-height: 45vh; } }
         @media print { input, label { display: none; } svg.track { max-height: none; } .card { page-break-inside: avoid; } a { color: inherit; } }
 
         """
