@@ -242,6 +242,12 @@ struct LivePageTests {
         defer { serving.reap() }
         defer { Task { [flickr] in await flickr.stop() } }
 
+        // A client that starts a request and never finishes it (slowloris) is cut off after the idle timeout.
+        let slow = try RawHTTP.connect(port: port, timeout: 45)
+        defer { close(slow) }
+        let slowSince = Date()
+        _ = Array("GET / HTTP/1.1\r\nHost: x\r\n".utf8).withUnsafeBytes { send(slow, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+
         let page = RawHTTP.get("/", port: port)
         #expect(page.status == 200 && page.body.contains("data-milestone=\"3\""), "\(page.head)")
         for header in ["Content-Security-Policy: default-src 'none'", "X-Content-Type-Options: nosniff",
@@ -284,6 +290,31 @@ struct LivePageTests {
         everything += RawHTTP.get("/events", port: port, readFor: 2).body
         #expect(!everything.contains(FakeFlickr.apiKey))
         #expect(everything.contains("event: status"))
+
+        var byte: UInt8 = 0
+        #expect(recv(slow, &byte, 1, 0) == 0, "the half-sent request was not cut off")
+        let cutOff = Date().timeIntervalSince(slowSince)
+        #expect(cutOff > 25 && cutOff < 40, "cut off after \(cutOff) s")
+    }
+
+    /// A key Flickr rejects: the status line says so, the walk goes on, and the key is still nowhere.
+    @Test func aRejectedKeyShowsInTheStatusLine() async throws {
+        try await flickr.start()
+        defer { Task { [flickr] in await flickr.stop() } }
+        flickr.setFault(.statFail(100))
+        let (capture, _) = try walkWithPhotos(metres: 250)
+        let port = Harness.freePort()
+        let gpsd = try await GPSFake(capture: capture, in: directory)
+        let recording = try recorder(gpsd: gpsd.address, port: port)
+        defer { recording.reap() }
+        await gpsd.wait()
+        #expect(await waitUntil(timeout: 20) { journal().contains("photo_source_unavailable") })
+        let events = RawHTTP.get("/events", port: port, readFor: 2).body
+        #expect(events.contains("\"photos\":\"unusable\"") && events.contains("source unusable: Flickr rejected the API key"),
+                "\(events.prefix(600))")
+        #expect(!events.contains(FakeFlickr.apiKey))
+        let page = RawHTTP.get("/", port: port).body
+        #expect(page.contains("Flickr rejected the API key") && page.contains("data-milestone=\"2\""))
     }
 
     @Test func eventSubscribersAreBoundedAndShutdownEndsTheirStreams() async throws {
