@@ -168,6 +168,32 @@ struct LivePageTests {
         #expect(seen.paged?.milestones == newest)
     }
 
+    /// The page's port already taken: one error line, and the walk is recorded all the same.
+    @Test func aTakenPortLeavesTheRecordingAlone() async throws {
+        let taken = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        defer { close(taken) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                _ = bind(taken, $0, length)
+                _ = getsockname(taken, $0, &length)
+            }
+        }
+        #expect(listen(taken, 1) == 0)
+        let port = UInt16(bigEndian: address.sin_port)
+        let gpsd = try await GPSFake(capture: Harness.capture("bundg_zeus_9"), in: directory)
+        let recorded = try await fieldlog(
+            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--http", "127.0.0.1:\(port)"], in: directory)
+        await gpsd.wait()
+        #expect(recorded.status == 0, "\(recorded.stderr)")
+        #expect(recorded.stderr.contains("live page not served on 127.0.0.1:\(port)"), "\(recorded.stderr)")
+        let log = try JournalStore(directory: state).read(try JournalStore(directory: state).resolve(nil))
+        #expect(log.milestones.count == 5, "\(log.milestones.count) milestones")
+    }
+
     static let wrkAvailable = FileManager.default.isExecutableFile(atPath: "/usr/bin/wrk")
 
     /// Peak resident memory (VmHWM) of a process, in KiB.

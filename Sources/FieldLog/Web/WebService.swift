@@ -50,14 +50,12 @@ public struct WebService: Service {
     private let thumbnails: ThumbnailFiles
     private let status: @Sendable () -> LiveStatus
     private let logger: Logger
-    private let onListening: @Sendable (Int) -> Void
 
-    /// `currentWalk` names the walk being recorded; `status` describes the recorder now; `onListening` is
-    /// told the port listened on (useful with port 0). A server that cannot listen logs why and returns.
+    /// `currentWalk` names the walk being recorded; `status` describes the recorder now. A server that
+    /// cannot listen logs why and returns.
     public init(
-        configuration: Configuration, store: JournalStore, cacheDirectory: String?,
-        currentWalk: @escaping @Sendable () -> String?, status: @escaping @Sendable () -> LiveStatus,
-        logger: Logger, onListening: @escaping @Sendable (Int) -> Void = { _ in }
+        configuration: Configuration, store: JournalStore, cacheDirectory: String,
+        currentWalk: @escaping @Sendable () -> String?, status: @escaping @Sendable () -> LiveStatus, logger: Logger
     ) {
         self.configuration = configuration
         let thumbnails = ThumbnailFiles(directory: cacheDirectory)
@@ -68,7 +66,6 @@ public struct WebService: Service {
         self.thumbnails = thumbnails
         self.status = status
         self.logger = logger
-        self.onListening = onListening
     }
 
     public func run() async throws {
@@ -94,35 +91,34 @@ public struct WebService: Service {
         let responder = router.buildResponder()
         // HummingbirdCore's server with the router, not Hummingbird's Application: an Application refreshes
         // its Date header every second, which woke the process up to four times a second with nobody looking.
-        let server = try HTTPServerBuilder.http1(
-            configuration: .init(
-                idleTimeout: configuration.idleTimeout,
-                httpDecoderConfiguration: .init(maxHeaderFieldSize: 8 << 10, maxHeaderListSize: 16 << 10, maxHeaderFieldCount: 64))
-        ).buildServer(
-            configuration: .init(
-                address: .hostname(host, port: port),
-                availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections)),
-            eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger,
-            responder: { [logger] request, writer, channel in
-                var response: Response
-                do {
-                    response = try await responder.respond(
-                        to: request, context: BasicRequestContext(source: .init(channel: channel, logger: logger)))
-                } catch let error as HTTPParserError {
-                    throw error
-                } catch {
-                    logger.debug("live page: \(error)")
-                    response = Response(status: .internalServerError)
-                }
-                response.headers[.date] = HTTPDate.now()
-                try await writer.write(response: response.head, body: response.body)
-            },
-            onServerRunning: { [logger, onListening] channel in
-                let bound = channel.localAddress?.port ?? port
-                logger.notice("live page on http://\(host.contains(":") ? "[\(host)]" : host):\(bound)/")
-                onListening(bound)
-            })
         do {
+            let server = try HTTPServerBuilder.http1(
+                configuration: .init(
+                    idleTimeout: configuration.idleTimeout,
+                    httpDecoderConfiguration: .init(maxHeaderFieldSize: 8 << 10, maxHeaderListSize: 16 << 10, maxHeaderFieldCount: 64))
+            ).buildServer(
+                configuration: .init(
+                    address: .hostname(host, port: port),
+                    availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections)),
+                eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger,
+                responder: { [logger] request, writer, channel in
+                    var response: Response
+                    do {
+                        response = try await responder.respond(
+                            to: request, context: BasicRequestContext(source: .init(channel: channel, logger: logger)))
+                    } catch let error as HTTPParserError {
+                        throw error
+                    } catch {
+                        logger.debug("live page: \(error)")
+                        response = Response(status: .internalServerError)
+                    }
+                    response.headers[.date] = HTTPDate.now()
+                    try await writer.write(response: response.head, body: response.body)
+                },
+                onServerRunning: { [logger] channel in
+                    let bound = channel.localAddress?.port ?? port
+                    logger.notice("live page on http://\(host.contains(":") ? "[\(host)]" : host):\(bound)/")
+                })
             try await withGracefulShutdownHandler {
                 try await server.run()
             } onGracefulShutdown: { [events] in
@@ -240,21 +236,21 @@ struct ReadOnlyMiddleware<Context: RequestContext>: RouterMiddleware {
 /// The thumbnail cache's files as the web server reads them: only names that are valid cache keys, so no
 /// request can reach another file. The cache may evict a file at any moment; then it is simply not found.
 struct ThumbnailFiles: Sendable {
-    let directory: String?
+    let directory: String
 
     func contains(_ key: String) -> Bool {
-        guard let directory, PhotoCandidate.isValidID(key) else { return false }
+        guard PhotoCandidate.isValidID(key) else { return false }
         return access(directory + "/" + key + ".jpg", F_OK) == 0
     }
 
     func read(_ key: String) -> [UInt8]? {
-        guard let directory, PhotoCandidate.isValidID(key) else { return nil }
+        guard PhotoCandidate.isValidID(key) else { return nil }
         return try? FileIO.readAll(directory + "/" + key + ".jpg")
     }
 
-    /// The cached keys' file names (`KEY.jpg`): one directory listing for a page of cards, not one per card.
+    /// The keys cached now (files `KEY.jpg`): one directory listing for a page of cards, not a stat per card.
     func listing() -> Set<String> {
-        guard let directory, let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
         return Set(names.filter { $0.hasSuffix(".jpg") }.map { String($0.dropLast(4)) })
     }
 }
