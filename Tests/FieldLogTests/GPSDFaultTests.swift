@@ -90,19 +90,13 @@ struct GPSDFaultTests {
     /// An address that drops connection attempts (here a listen queue kept full; a gpsd host off the network
     /// behaves alike): libgps's blocking connect held the reader for over a minute, deaf to stop().
     @Test func anAddressThatDropsConnectsNeverHoldsTheReader() async throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (listener, port) = Harness.listeningSocket(backlog: 0)
         defer { close(listener) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                _ = bind(listener, $0, length)
-                _ = getsockname(listener, $0, &length)
-            }
-        }
-        listen(listener, 0)
+        address.sin_port = port.bigEndian
+        let length = socklen_t(MemoryLayout<sockaddr_in>.size)
         // Never accepted: once the queue is full, further SYNs are dropped.
         var fillers: [Int32] = []
         defer { fillers.forEach { close($0) } }
@@ -113,7 +107,6 @@ struct GPSDFaultTests {
             }
             fillers.append(fd)
         }
-        let port = UInt16(bigEndian: address.sin_port)
         let events = try await read(port: port, timeout: 40) { $0.contains(where: Self.isLoss) }
         guard case let .disconnected(reason)? = events.first else {
             Issue.record("no loss reported while connect hangs: \(events)")

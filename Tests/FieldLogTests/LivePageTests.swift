@@ -170,20 +170,8 @@ struct LivePageTests {
 
     /// The page's port already taken: one error line, and the walk is recorded all the same.
     @Test func aTakenPortLeavesTheRecordingAlone() async throws {
-        let taken = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let (taken, port) = Harness.listeningSocket(backlog: 1)
         defer { close(taken) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                _ = bind(taken, $0, length)
-                _ = getsockname(taken, $0, &length)
-            }
-        }
-        #expect(listen(taken, 1) == 0)
-        let port = UInt16(bigEndian: address.sin_port)
         let gpsd = try await GPSFake(capture: Harness.capture("bundg_zeus_9"), in: directory)
         let recorded = try await fieldlog(
             ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--http", "127.0.0.1:\(port)"], in: directory)

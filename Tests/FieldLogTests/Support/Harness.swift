@@ -46,7 +46,24 @@ enum Harness {
         return path
     }
 
-    /// A TCP port that was free a moment ago.
+    /// A socket listening on 127.0.0.1 on a port of the kernel's choice, with a listen queue of `backlog`, and
+    /// its port. The caller accepts, or does not, and closes it.
+    static func listeningSocket(backlog: Int32) -> (fd: Int32, port: UInt16) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                _ = bind(fd, $0, length)
+                _ = getsockname(fd, $0, &length)
+            }
+        }
+        listen(fd, backlog)
+        return (fd, UInt16(bigEndian: address.sin_port))
+    }
+
     /// Whether something on 127.0.0.1 accepts a TCP connection on `port` now.
     static func accepts(port: UInt16) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -62,6 +79,7 @@ enum Harness {
         }
     }
 
+    /// A TCP port that was free a moment ago.
     static func freePort() -> UInt16 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
