@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import ServiceLifecycle
 
 /// The `fieldlog run` service: gpsd events in, walk journal out, until graceful shutdown.

@@ -1,4 +1,12 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import NIOConcurrencyHelpers
 
 /// `status.json` in the state directory: what `fieldlog status` shows about the running recorder.
 /// Replaced whole (temp file + rename) so a reader never sees half of it; not synced, since it only
@@ -51,7 +59,7 @@ public final class StatusFile: @unchecked Sendable {
 
     public static let fileName = "status.json"
     private let path: String
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var contents: Contents
     /// The last fix's GPS time, formatted into `contents` only when the file is written.
     private var lastFixTime: Double?

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The wire form of a journal record: one flat JSON object whose `type` says which fields it carries.
 /// Keys are short because fix lines are most of a journal; sorted keys keep journals byte-for-byte

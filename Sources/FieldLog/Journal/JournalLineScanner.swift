@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The fast path for reading journal lines: one pass over a flat JSON object of the shapes fieldlog writes
 /// (numbers, strings without escapes, booleans, null), working on the bytes: keys are matched in place,

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The state directory: one append-only journal per walk, named from the walk's first GPS time so that
 /// names sort in walk order.

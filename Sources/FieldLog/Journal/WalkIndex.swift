@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A walk in a few numbers: what `fieldlog walks` lists and what the photo service needs to know of a
 /// walk without reading its journal.

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Everything a walk's journal says, read back: what export, tail, `walks` and recovery work from.
 public struct WalkLog: Sendable {

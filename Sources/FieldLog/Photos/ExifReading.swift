@@ -1,6 +1,13 @@
 import CExifShim
 import CSandbox
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One JPEG's EXIF as the local folder source uses it: `result` is a `CEXIF_*` code.
 public struct ExifRecord: Codable, Sendable, Equatable {

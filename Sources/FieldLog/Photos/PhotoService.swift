@@ -1,4 +1,12 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import NIOConcurrencyHelpers
 import Logging
 import ServiceLifecycle
 
@@ -233,7 +241,7 @@ public struct PhotoService: Service {
 
 /// Milestones handed over from the recorder, for a loop that must not wait on them while it has work.
 private final class Arrivals: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var items: [PhotoService.Pending] = []
     private var finished = false
     private var cancelled = false

@@ -3,7 +3,12 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import NIOConcurrencyHelpers
 import Logging
 
 /// systemd's notify protocol (sd_notify(3)) without libsystemd: one datagram per message to the AF_UNIX
@@ -17,7 +22,7 @@ public final class SystemdNotifier: @unchecked Sendable {
     public let watchdogInterval: Duration?
 
     private let logger: Logger
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var reportedFailure = false
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger) {

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Distances on the WGS84 mean sphere. The haversine form stays exact for short steps, across the
 /// antimeridian and next to the poles; the sphere's error against the ellipsoid (< 0.5 %) is far below GPS noise.

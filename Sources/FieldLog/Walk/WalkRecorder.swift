@@ -1,4 +1,12 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import NIOConcurrencyHelpers
 import Logging
 
 /// Turns a stream of fixes into walk journals: starts, resumes and ends walks, and decides what must be on
@@ -14,7 +22,7 @@ public final class WalkRecorder: @unchecked Sendable {
     /// few seconds" (issue 2), for at most about 6 s of track lost at a power cut.
     private let syncInterval: Duration
     private let clock = ContinuousClock()
-    private let lock = NSLock()
+    private let lock = NIOLock()
 
     private let writer: JournalWriter
     private var collapser = EpochCollapser()
