@@ -59,11 +59,9 @@ struct Export: ParsableCommand, ConfiguredCommand {
             FileHandle.standardError.write(Data(message.utf8))
         }
         // One listing of the cache, not a stat per milestone: a day's walk has a thousand of them.
-        let cachedFiles = Set((try? FileManager.default.contentsOfDirectory(atPath: cacheDir)) ?? [])
-        let isCached = { (key: String) in PhotoCandidate.isValidID(key) && cachedFiles.contains(key + ".jpg") }
-        let bytes = WalkExport.render(log, as: format, isCached: isCached) { key in
-            isCached(key) ? try? FileIO.readAll(cacheDir + "/" + key + ".jpg") : nil
-        }
+        let thumbnails = ThumbnailFiles(directory: cacheDir)
+        let cached = thumbnails.listing()
+        let bytes = WalkExport.render(log, as: format, isCached: { cached.contains($0) }, thumbnail: thumbnails.read)
         if output == "-" {
             if let failure = FileIO.writeAll(bytes, to: STDOUT_FILENO) {
                 throw CleanExit.failure("fieldlog: cannot write to standard output: \(failure)")

@@ -30,6 +30,12 @@ struct LivePageTests {
         return (capture, walk)
     }
 
+    /// gpsfake replaying `walk` (written to `capture`) over about `seconds`, as a page would watch it arrive.
+    func replay(_ capture: String, of walk: SyntheticWalk, over seconds: Double) async throws -> GPSFake {
+        let sentences = walk.nmea.utf8.filter { $0 == UInt8(ascii: "\n") }.count
+        return try await GPSFake(capture: capture, delay: seconds / Double(sentences), in: directory)
+    }
+
     /// `fieldlog run` with the live page on `port` and the fake Flickr as its photo source.
     func recorder(gpsd: String, port: UInt16, extra: [String] = []) throws -> Child {
         try Child(
@@ -74,10 +80,9 @@ struct LivePageTests {
         defer { Task { [flickr] in await flickr.stop() } }
         // About 40 s of replay for a 780 m walk (milestones 0 to 7): the page is open while milestones come in.
         let (capture, walk) = try walkWithPhotos(metres: 780)
-        let lines = walk.nmea.utf8.filter { $0 == UInt8(ascii: "\n") }.count
         flickr.setFault(.serverError)
         let port = Harness.freePort()
-        let gpsd = try await GPSFake(capture: capture, delay: 40.0 / Double(lines), in: directory)
+        let gpsd = try await replay(capture, of: walk, over: 40)
         let recording = try recorder(gpsd: gpsd.address, port: port)
         defer { recording.reap() }
         // Opened once the walk has begun: a page opened before would reload to show it.
@@ -196,9 +201,8 @@ struct LivePageTests {
         try await flickr.start()
         defer { Task { [flickr] in await flickr.stop() } }
         let (capture, walk) = try walkWithPhotos(metres: 780)
-        let lines = walk.nmea.utf8.filter { $0 == UInt8(ascii: "\n") }.count
         let port = Harness.freePort()
-        let gpsd = try await GPSFake(capture: capture, delay: 30.0 / Double(lines), in: directory)
+        let gpsd = try await replay(capture, of: walk, over: 30)
         let recording = try recorder(gpsd: gpsd.address, port: port)
         defer { recording.reap() }
         #expect(await waitUntil { journal().contains("\"walk_start\"") && Harness.accepts(port: port) })

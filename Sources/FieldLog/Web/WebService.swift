@@ -233,28 +233,6 @@ struct ReadOnlyMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 }
 
-/// The thumbnail cache's files as the web server reads them: only names that are valid cache keys, so no
-/// request can reach another file. The cache may evict a file at any moment; then it is simply not found.
-struct ThumbnailFiles: Sendable {
-    let directory: String
-
-    func contains(_ key: String) -> Bool {
-        guard PhotoCandidate.isValidID(key) else { return false }
-        return access(directory + "/" + key + ".jpg", F_OK) == 0
-    }
-
-    func read(_ key: String) -> [UInt8]? {
-        guard PhotoCandidate.isValidID(key) else { return nil }
-        return try? FileIO.readAll(directory + "/" + key + ".jpg")
-    }
-
-    /// The keys cached now (files `KEY.jpg`): one directory listing for a page of cards, not a stat per card.
-    func listing() -> Set<String> {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
-        return Set(names.filter { $0.hasSuffix(".jpg") }.map { String($0.dropLast(4)) })
-    }
-}
-
 /// The Date header's format (RFC 9110 IMF-fixdate), made when a response is sent.
 enum HTTPDate {
     static func now() -> String {
