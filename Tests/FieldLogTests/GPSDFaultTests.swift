@@ -280,12 +280,16 @@ struct RealGPSDFaultTests {
         #expect(log.damagedLines.isEmpty)
         #expect(log.segments.count >= 2, "each outage is a segment: \(log.segments)")
         print("receiver removed/re-added, gpsd killed/restarted: \(log.points.count) fixes, segment gaps (GPS s) "
-            + "\(log.segments.map { Int($0.gap) }), events \(log.events.map(\.kind.rawValue))")
+            + "\(log.segments.map { Int($0.gap) }), events \(log.events.map { "\($0.kind.rawValue) \($0.message ?? "")" })")
         let times = log.points.map(\.fix.time)
         #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 })
         let kinds = log.events.map(\.kind)
-        #expect(kinds.filter { $0 == .gpsdConnected }.count == 2, "\(kinds)")
-        #expect(kinds.contains(.gpsdLost), "\(kinds)")
+        // Removing the receiver leaves the connection up, killing gpsd ends it: at least two connections. gpsd
+        // also drops a client that falls behind (a short write), as a busy CI machine can make the recorder
+        // after the re-added receiver's burst: then one more, and nothing may be lost either way (above).
+        let gpsdEvents = kinds.filter { $0 == .gpsdConnected || $0 == .gpsdLost }
+        #expect(gpsdEvents.filter { $0 == .gpsdConnected }.count >= 2, "\(kinds)")
+        #expect(gpsdEvents.contains(.gpsdLost) && gpsdEvents.last == .gpsdConnected, "\(kinds)")
     }
 }
 

@@ -90,12 +90,14 @@ struct LivePageTests {
         let browser = try Child(
             "/usr/bin/python3",
             [Harness.repository + "/Tests/browser/live_check.py", "http://127.0.0.1:\(port)/", "--cards", "8",
-             "--timeout", "150", "--phone", directory + "/live-phone.png", "--desktop", directory + "/live-grid.png"],
+             "--timeout", "150", "--ready", directory + "/page-open", "--phone", directory + "/live-phone.png", "--desktop", directory + "/live-grid.png"],
             in: directory)
-        // The photo source fails until the recorder has said so in its journal, and a few seconds more for
-        // the page to show it; then it recovers.
-        #expect(await waitUntil { journal().contains("pending, retrying") })
-        try await Task.sleep(for: .seconds(4))
+        // The photo source fails until the page is open and the server's own rendering of the status line
+        // tells of the failure, and some seconds more (a few backoffs of 1-2 s) for the open page to show it
+        // too; then it recovers.
+        #expect(await waitUntil(timeout: 120) { FileManager.default.fileExists(atPath: directory + "/page-open") })
+        #expect(await waitUntil { RawHTTP.get("/", port: port, readFor: 5).body.contains("retrying in") })
+        try await Task.sleep(for: .seconds(6))
         flickr.setFault(.none)
         let looked = await browser.wait(timeout: 200)
         #expect(looked.status == 0, "\(looked.stderr)")
@@ -121,7 +123,8 @@ struct LivePageTests {
         // The end: every milestone's card with its photo decoded and its attribution.
         let log = try JournalStore(directory: state).read(try JournalStore(directory: state).resolve(nil))
         #expect(seen.final.milestones == log.milestones.map(\.index).reversed())
-        #expect(seen.final.images.count == log.milestones.count && seen.final.images.allSatisfy { $0 > 0 })
+        #expect(seen.final.images.count == log.milestones.count && seen.final.images.allSatisfy { $0 > 0 },
+                "shown: \(seen.timeline.suffix(3)); journaled photos: \(log.photos.values.map { "\($0.milestone) \($0.outcome)" })")
         #expect(seen.final.text.contains("View 3") && seen.final.text.contains("Test Walker"))
         #expect(seen.grid.gridColumns.split(separator: " ").count == 3)
         print("live page screenshots: \(directory)/live-phone.png, \(directory)/live-grid.png")

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Watches fieldlog's live page in Debian's headless chromium while a walk is recorded, and reports, as JSON.
 
-    live_check.py URL --cards N [--photos N] [--timeout SECONDS] [--page-all] [--phone PNG] [--desktop PNG]
+    live_check.py URL --cards N [--photos N] [--timeout SECONDS] [--page-all] [--ready FILE] [--phone PNG]
+                  [--desktop PNG]
 
-Opens URL at phone size, marks the page's window (a reload would lose the mark), then looks every half
+Opens URL at phone size, marks the page's window (a reload would lose the mark), creates FILE (--ready: a
+browser can take many seconds to start on a busy machine, and a test must not go on before), then looks every half
 second until N cards are shown, with --photos photos (default N) decoded, and the status line no longer reports a
 failing photo source, or until the timeout. With --page-all it then scrolls to the bottom until the page has
 no older milestones to load (reported as "paged": the probe after). Then takes the phone screenshot, switches to the grid at desktop
@@ -29,6 +31,7 @@ def main():
     parser.add_argument("--photos", type=int, help="photos to wait for (default: as many as cards)")
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("--page-all", action="store_true")
+    parser.add_argument("--ready")
     parser.add_argument("--phone")
     parser.add_argument("--desktop")
     args = parser.parse_args()
@@ -58,6 +61,8 @@ def main():
         browser.send("Page.navigate", {"url": args.url}, session=session)
         browser.wait_for("Page.loadEventFired", session)
         evaluate("window.fieldlogMark = 1")
+        if args.ready:
+            open(args.ready, "w").close()
         start = time.monotonic()
         timeline = []
         seen = None

@@ -115,7 +115,7 @@ final class LiveEvents: Sendable {
         let statusDue = state.withLock { state in
             current.significant != state.lastStatus?.significant || .now - state.lastStatusSent >= statusInterval
         }
-        var (messages, summary) = walk.look { update, view -> ([String], String?) in
+        var (messages, summary) = walk.takeChanges { update, view -> ([String], String?) in
             if update.replaced { return ([walkEvent(update.walkID)], nil) }
             guard let view else { return ([], nil) }
             return (update.changes.map { cardEvent($0.kind, milestone: $0.milestone, seq: $0.seq, view: view) },
@@ -146,11 +146,11 @@ final class LiveEvents: Sendable {
     /// The status, then the cards changed since `since`, or a `walk` event if that was another walk.
     private func greeting(since: String?) -> [String] {
         let current = status()
-        return walk.look { update, view in
+        return walk.look { view in
             var messages = [statusEvent(current, summary: view.map { HTMLExport.summary($0.log) })]
             guard let since, let slash = since.lastIndex(of: "/"), let seq = Int(since[since.index(after: slash)...])
             else { return messages }
-            guard let view, view.log.id == since[..<slash] else { return messages + [walkEvent(update.walkID)] }
+            guard let view, view.log.id == since[..<slash] else { return messages + [walkEvent(view?.log.id)] }
             messages += view.changes(after: seq).map { cardEvent($0.kind, milestone: $0.milestone, seq: $0.seq, view: view) }
             return messages
         }

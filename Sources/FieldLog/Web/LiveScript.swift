@@ -52,8 +52,10 @@ enum LiveScript {
           for (const kind of ["milestone", "photo", "star"]) {
             events.addEventListener(kind, (event) => {
               const data = JSON.parse(event.data);
+              // A milestone and its photo journaled within one look arrive as one "photo" event.
+              const fresh = !cardOf(data.milestone);
               place(data.milestone, data.html);
-              if (kind !== "photo") refreshTrack();
+              if (kind !== "photo" || fresh) refreshTrack();
             });
           }
           events.addEventListener("status", (event) => {

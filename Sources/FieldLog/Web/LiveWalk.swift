@@ -23,11 +23,12 @@ final class LiveWalk: Sendable {
         var seq: Int
     }
 
-    /// What a look at the journal found.
+    /// What changed since the last `takeChanges`.
     struct Update {
         var walkID: String?
-        /// The walk is another one than at the last look, or its journal was rewritten: pages must reload.
+        /// The walk is another one than before, or its journal was rewritten: pages must reload.
         var replaced: Bool
+        /// Each changed milestone's last change, oldest first.
         var changes: [Change]
     }
 
@@ -39,10 +40,20 @@ final class LiveWalk: Sendable {
         var changed: [Int: Change] = [:]
     }
 
+    private struct State {
+        /// nil before the first look and while there is no walk.
+        var followed: Followed?
+        /// Looked at since the start or the last `release`: a walk read now replaces one shown before.
+        var looked = false
+        /// Changes up to this seq were handed out by `takeChanges`.
+        var taken = 0
+        /// The walk was replaced since the last `takeChanges`.
+        var replaced = false
+    }
+
     private let store: JournalStore
     private let currentWalk: @Sendable () -> String?
-    /// nil until the first look and after `release`; `.some(nil)` when there was no walk to follow.
-    private let followed = Mutex<Followed??>(nil)
+    private let state = Mutex(State())
 
     /// `currentWalk` names the walk being recorded, if any.
     init(store: JournalStore, currentWalk: @escaping @Sendable () -> String?) {
@@ -50,44 +61,58 @@ final class LiveWalk: Sendable {
         self.currentWalk = currentWalk
     }
 
-    /// Reads what was appended, then runs `body` on the walk as it now stands (nil: no walk yet).
-    func look<Result>(_ body: (Update, LiveWalkView?) -> Result) -> Result {
-        followed.withLock { followed in
-            let update = Self.refresh(&followed, id: currentWalk() ?? (try? store.walkIDs())?.last, store: store)
-            guard case let .some(.some(current)) = followed else { return body(update, nil) }
-            return body(update, LiveWalkView(log: current.log, seq: current.seq, changed: current.changed))
+    /// Reads what was appended, then runs `body` on the walk as it now stands (nil: no walk yet). Pages and
+    /// exports look; what they read stays to be handed out by `takeChanges`.
+    func look<Result>(_ body: (LiveWalkView?) -> Result) -> Result {
+        state.withLock { state in
+            refresh(&state)
+            return body(state.followed.map { LiveWalkView(log: $0.log, seq: $0.seq, changed: $0.changed) })
+        }
+    }
+
+    /// Like `look`, and hands over what changed since the last call, by whichever look it was read: the one
+    /// consumer (the event stream) sends it to every page.
+    func takeChanges<Result>(_ body: (Update, LiveWalkView?) -> Result) -> Result {
+        state.withLock { state in
+            refresh(&state)
+            let view = state.followed.map { LiveWalkView(log: $0.log, seq: $0.seq, changed: $0.changed) }
+            let update = Update(
+                walkID: view?.log.id, replaced: state.replaced,
+                changes: state.replaced ? [] : view?.changes(after: state.taken) ?? [])
+            state.replaced = false
+            state.taken = view?.seq ?? 0
+            return body(update, view)
         }
     }
 
     /// Lets go of the walk's memory (nobody is watching); the next look reads the journal again.
     func release() {
-        followed.withLock { $0 = nil }
+        state.withLock { $0 = State() }
     }
 
-    private static func refresh(_ state: inout Followed??, id: String?, store: JournalStore) -> Update {
-        // A first look (after a release too) replaces nothing that anyone was shown.
-        var replaced = false
-        guard let id else {
-            if case .some(.some) = state { replaced = true }
-            state = .some(nil)
-            return Update(walkID: nil, replaced: replaced, changes: [])
+    private func refresh(_ state: inout State) {
+        defer { state.looked = true }
+        guard let id = currentWalk() ?? (try? store.walkIDs())?.last else {
+            if state.followed != nil { state.replaced = true }
+            state.followed = nil
+            state.taken = 0
+            return
         }
         let path = store.path(for: id)
         var followed: Followed
-        switch state {
-        case let .some(.some(current)) where current.log.id == id && fileSize(path) >= current.follower.offset:
+        let fresh: Bool
+        if let current = state.followed, current.log.id == id, Self.fileSize(path) >= current.follower.offset {
             followed = current
-        case .some:
+            fresh = false
+        } else {
             // Another walk, a first one, or the journal shrank (the recorder cut back lines a failed sync may
-            // have lost): read it from the start.
-            replaced = true
+            // have lost): read it from the start. A first look replaces nothing that anyone was shown.
+            if state.looked { state.replaced = true }
             followed = Followed(log: WalkLog(id: id), follower: JournalFollower(path: path))
-        case nil:
-            followed = Followed(log: WalkLog(id: id), follower: JournalFollower(path: path))
+            fresh = true
         }
-        state = nil  // `followed` holds the only reference while lines are applied: no copy of the log
-        defer { state = .some(followed) }
-        var changes: [Change] = []
+        state.followed = nil  // `followed` holds the only reference while lines are applied: no copy of the log
+        defer { state.followed = followed }
         for line in followed.follower.newLines() {
             guard let record = JournalCodec.decode(line) else { continue }
             followed.log.apply(record)
@@ -100,12 +125,11 @@ final class LiveWalk: Sendable {
                 }
             if let (kind, milestone) = change {
                 followed.seq += 1
-                let change = Change(kind: kind, milestone: milestone, seq: followed.seq)
-                followed.changed[milestone] = change
-                changes.append(change)
+                followed.changed[milestone] = Change(kind: kind, milestone: milestone, seq: followed.seq)
             }
         }
-        return Update(walkID: id, replaced: replaced, changes: changes)
+        // A walk read from the start is shown whole by whoever looks now: nothing of it is a change to hand out.
+        if fresh { state.taken = followed.seq }
     }
 
     private static func fileSize(_ path: String) -> off_t {

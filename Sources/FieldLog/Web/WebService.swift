@@ -135,7 +135,7 @@ public struct WebService: Service {
     private func page(before: Int?) -> Response {
         let now = status()
         let cached = thumbnails.listing()
-        let bytes = walk.look { _, view in
+        let bytes = walk.look { view in
             HTMLExport.render(
                 view?.log ?? WalkLog(id: ""), isCached: { cached.contains($0) }, images: .linked,
                 live: .init(before: before, status: now.line(now: Date().timeIntervalSince1970), seq: view?.seq ?? 0))
@@ -167,7 +167,7 @@ public struct WebService: Service {
 
     private func export(_ format: ExportFormat) -> Response {
         let cached = thumbnails.listing()
-        let bytes: [UInt8]? = walk.look { _, view in
+        let bytes: [UInt8]? = walk.look { view in
             guard let view else { return nil }
             return WalkExport.render(view.log, as: format, isCached: { cached.contains($0) }) { thumbnails.read($0) }
         }
