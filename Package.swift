@@ -16,7 +16,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.80.0"),
         // Already a dependency of async-http-client: named here to trust an extra CA (--flickr-ca-file).
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.29.0"),
-        .package(url: "https://github.com/jpsim/Yams", from: "6.0.0"),
         // The live page's HTTP server; without its default traits, which pull in full Foundation.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0", traits: []),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
@@ -66,7 +65,6 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Yams", package: "Yams"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -62,6 +62,56 @@ struct ConfigTests {
         #expect(ConfigFile.quoted("/var/lib/fieldlog") == "/var/lib/fieldlog")
     }
 
+    /// What fieldlog reads from a file is what a full YAML parser reads from it (PyYAML, every scalar as text),
+    /// and what it writes (`quoted`) reads back the same there too; the YAML it does not take is refused.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/yaml"),
+                   "needs python3-yaml (scripts/install-deps --tests)"))
+    func valuesReadAsAYAMLParserReadsThem() async throws {
+        let texts = [
+            "127.0.0.1:2947", "[::1]:2947", "/srv/my photos", "null", "", " lead", "trail ", "a #b", "a# b", "x: y",
+            "\"q\"", "'s'", "it's", "~", "-5", "- 5", "#", "yes", "1e2", "tab\there", "line\nbreak", "back\\slash",
+            "ünïcödé 🚶", "\u{7}bell", "\u{2028}", "{a}", "[a]", "&anchor", "*alias", "!tag", "|", ">", "%", "@", "`",
+            "?", ":", "a:b", "a :b", "key: 'x'",
+        ]
+        let quotedLines = texts.enumerated().map { "k\($0.offset): \(ConfigFile.quoted($0.element))" }
+        let handWritten = [
+            "plain: some value   # comment", "single: 'it''s # not a comment'", "double: \"a\\tb\\u00e9\\x41\\U0001F6B6\\/\"",
+            "spaced  :   x", "colon:in:key: v", "empty-double: \"\"", "empty-single: ''", "dashed: -x", "hash#key: v",
+        ]
+        let file = (["# fieldlog.conf", "---"] + quotedLines + ["", "  # indented comment"] + handWritten).joined(separator: "\n")
+        let entries = try ConfigFile(path: "f.conf", text: file).entries
+        #expect(Array(entries.prefix(texts.count).map(\.value)) == texts)
+        let path = directory + "/f.conf"
+        try file.write(toFile: path, atomically: true, encoding: .utf8)
+        let pyyaml = try await Child(
+            "/usr/bin/python3",
+            ["-c", "import json, sys, yaml; print(json.dumps(yaml.load(open(sys.argv[1], encoding='utf-8'), Loader=yaml.BaseLoader)))", path],
+            in: directory).wait(timeout: 30)
+        #expect(pyyaml.status == 0, "\(pyyaml.stderr)")
+        let parsed = try JSONDecoder().decode([String: String].self, from: Data(pyyaml.stdout.utf8))
+        #expect(parsed == Dictionary(uniqueKeysWithValues: entries.map { ($0.key, $0.value) }))
+
+        // YAML fieldlog does not take: each refused, with its line.
+        for (text, problem) in [
+            ("every:\n  - 1\n", "expected a single value, not a list or a table"),
+            ("every:\n  sub: 1\n", "expected a single value, not a list or a table"),
+            ("every: {a: 1}\n", "expected a single value, not a list or a table"),
+            ("photos-dir: /srv/my\n  photos\n", "not valid YAML: a value must be on the line of its key"),  // line 2
+            ("every: &a 5\n", "not valid YAML: a value beginning with & (quote the value)"),
+            ("every: |\n  5\n", "not valid YAML: a value beginning with | (quote the value)"),
+            ("every: \"5\" 6\n", "not valid YAML: text after the quoted value"),
+            ("every: \"\\q\"\n", "not valid YAML: unknown escape \\q"),
+            ("every: a: b\n", "not valid YAML: a colon and a space in a value (quote the value)"),
+            ("\"every\": 5\n", "a key must be a plain name"),
+            ("just text\n", "expected lines of `key: value`"),
+            ("every: 5\u{7}\n", "not valid YAML: a control character or line separator (write it as an escape in double quotes)"),
+            ("every: 5\t6\n", "not valid YAML: a tab in a value (quote the value)"),
+        ] {
+            #expect(error(text)?.problem == problem, "\(text)")
+            #expect(error(text)?.line == (text.hasPrefix("photos-dir") ? 2 : 1), "\(text)")
+        }
+    }
+
     @Test func aMissingFileIsAnErrorOnlyWhenAskedFor() throws {
         #expect(try ConfigFile.load(path: directory + "/none.conf", required: false) == nil)
         #expect(throws: ConfigFileError(path: directory + "/none.conf", line: nil, key: nil, problem: "no such file")) {

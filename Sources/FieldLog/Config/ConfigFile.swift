@@ -1,5 +1,8 @@
-import Foundation
-import Yams
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// fieldlog.conf: a flat YAML mapping of option names to values (`every: 50`), read before the command
 /// line, which overrides it. Values stay text: the command-line parser that owns each option judges them,
@@ -24,69 +27,199 @@ public struct ConfigFile: Sendable, Equatable {
     public let entries: [Entry]
 
     /// Parses `text` as the contents of `path`; an empty file, or one of comments only, has no entries.
+    ///
+    /// The file is YAML, of the one shape fieldlog needs: a mapping of plain keys to single values, plain,
+    /// 'single-' or "double-quoted" (with YAML's escapes), one per line, with `#` comments. Anything else YAML
+    /// has (lists, tables, anchors, tags, block scalars, values over several lines) is refused with the line,
+    /// so that a file never means something other than what fieldlog reads.
     public init(path: String, text: String) throws(ConfigFileError) {
         self.path = path
-        let root: Node?
-        do {
-            root = try Yams.compose(yaml: text)
-        } catch YamlError.duplicatedKeysInMapping(let duplicates, _) {
-            // Yams points at the mapping; the line to fix is the key's second appearance.
-            let key = duplicates.first ?? ""
-            let lines = text.split(separator: "\n", omittingEmptySubsequences: false).enumerated().filter {
-                $0.element.drop(while: { $0 == " " }).hasPrefix(key + ":")
+        var entries: [Entry] = []
+        // A key without a value: a list or a table may follow, indented; else it has no value.
+        var keyWithoutValue: Entry?
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)[...]
+        if let first = lines.first, first.hasPrefix("\u{FEFF}") { lines[lines.startIndex] = first.dropFirst() }
+        var started = false
+        for (offset, rawLine) in lines.enumerated() {
+            let number = offset + 1
+            let line = rawLine.hasSuffix("\r") ? rawLine.dropLast() : rawLine
+            let content = line.drop { $0 == " " || $0 == "\t" }
+            func fail(_ problem: String, key: String? = nil) -> ConfigFileError {
+                ConfigFileError(path: path, line: number, key: key, problem: problem)
             }
-            throw ConfigFileError(
-                path: path, line: lines.dropFirst().first.map { $0.offset + 1 }, key: key,
-                problem: "given more than once")
-        } catch let error as YamlError {
-            throw ConfigFileError(path: path, line: error.line, key: nil, problem: error.problem)
-        } catch {
-            throw ConfigFileError(path: path, line: nil, key: nil, problem: "\(error)")
+            if line.unicodeScalars.contains(where: Self.isUnprintable) {
+                throw fail("not valid YAML: a control character or line separator (write it as an escape in double quotes)")
+            }
+            if content.isEmpty || content.hasPrefix("#") { continue }
+            if content.startIndex != line.startIndex {
+                if let keyWithoutValue {
+                    throw ConfigFileError(
+                        path: path, line: keyWithoutValue.line, key: keyWithoutValue.key,
+                        problem: "expected a single value, not a list or a table")
+                }
+                throw fail("not valid YAML: a value must be on the line of its key")
+            }
+            if let keyWithoutValue {
+                throw ConfigFileError(path: path, line: keyWithoutValue.line, key: keyWithoutValue.key, problem: "has no value")
+            }
+            if !started && (line == "---" || line.hasPrefix("--- ")) {
+                started = true
+                continue
+            }
+            started = true
+            if line.hasPrefix("- ") || line == "-" || line.hasPrefix("[") || line.hasPrefix("{") {
+                throw fail("expected lines of `key: value`")
+            }
+            guard let colon = Self.keyEnd(line) else { throw fail("expected lines of `key: value`") }
+            let key = String(line[..<colon]).trimmingSpaces()
+            guard let first = key.first, !"\"'&*!|>%@`?,[]{}#".contains(first) else {
+                throw fail("a key must be a plain name")
+            }
+            if entries.contains(where: { $0.key == key }) { throw fail("given more than once", key: key) }
+            let entry = Entry(key: key, value: "", line: number)
+            if let value = try Self.value(line[line.index(after: colon)...], error: { fail($0, key: key) }) {
+                entries.append(Entry(key: key, value: value, line: number))
+            } else {
+                keyWithoutValue = entry
+                entries.append(entry)
+            }
         }
-        guard let root, !(root.scalar.map(Self.isNull) ?? false) else {
-            entries = []
-            return
+        if let keyWithoutValue {
+            throw ConfigFileError(path: path, line: keyWithoutValue.line, key: keyWithoutValue.key, problem: "has no value")
         }
-        guard let mapping = root.mapping else {
-            throw ConfigFileError(
-                path: path, line: root.mark?.line, key: nil, problem: "expected lines of `key: value`")
-        }
-        entries = try mapping.map { (key, value) throws(ConfigFileError) in
-            guard let name = key.scalar?.string else {
-                throw ConfigFileError(path: path, line: key.mark?.line, key: nil, problem: "a key must be a plain name")
-            }
-            guard let scalar = value.scalar else {
-                throw ConfigFileError(
-                    path: path, line: value.mark?.line ?? key.mark?.line, key: name,
-                    problem: "expected a single value, not a list or a table")
-            }
-            if Self.isNull(scalar) {
-                throw ConfigFileError(path: path, line: key.mark?.line, key: name, problem: "has no value")
-            }
-            return Entry(key: name, value: scalar.string, line: key.mark?.line ?? 0)
+        self.entries = entries
+    }
+
+    /// What YAML does not allow written as it is (its readers differ on U+0085, U+2028 and U+2029: some
+    /// break the line there).
+    private static func isUnprintable(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x09, 0x20...0x7E, 0xA0...0x2027, 0x202A...0xFEFE, 0xFF00...0xFFFD, 0x10000...: false
+        default: true
         }
     }
 
-    /// `key:`, `key: ~` and `key: null` (YAML's null): an option without a value.
-    private static func isNull(_ scalar: Node.Scalar) -> Bool {
-        scalar.style == .plain && ["", "~", "null", "Null", "NULL"].contains(scalar.string)
-    }
-
-    /// Why a file could not be read, as the system says it: "Permission denied", "Is a directory".
-    private static func reason(_ error: any Error) -> String {
-        if (error as? CocoaError)?.code == .fileReadNoSuchFile { return "no such file" }
-        let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
-        if let underlying, underlying.domain == NSPOSIXErrorDomain {
-            return "cannot read it: " + String(cString: strerror(Int32(underlying.code)))
+    /// The colon that ends the key: the first one followed by a space, a tab or the end of the line.
+    private static func keyEnd(_ line: Substring) -> Substring.Index? {
+        var index = line.startIndex
+        while index < line.endIndex {
+            if line[index] == "#" && index > line.startIndex && [" ", "\t"].contains(line[line.index(before: index)]) {
+                return nil
+            }
+            let next = line.index(after: index)
+            if line[index] == ":" && (next == line.endIndex || line[next] == " " || line[next] == "\t") { return index }
+            index = next
         }
-        return "cannot read it"
+        return nil
     }
 
-    /// `text` as a YAML scalar that reads back as itself: plain when it can be, else double-quoted.
+    /// The value after a key's colon; nil for YAML's null (nothing, `~`, `null`).
+    private static func value(
+        _ text: Substring, error: (String) -> ConfigFileError
+    ) throws(ConfigFileError) -> String? {
+        let text = text.drop { $0 == " " || $0 == "\t" }
+        guard let first = text.first, first != "#" else { return nil }
+        var rest: Substring
+        let value: String
+        switch first {
+        case "\"":
+            (value, rest) = try doubleQuoted(text.dropFirst(), error: error)
+        case "'":
+            var out = ""
+            rest = text.dropFirst()
+            while true {
+                guard let quote = rest.firstIndex(of: "'") else {
+                    throw error("not valid YAML: a quoted value must end on its line")
+                }
+                out += rest[..<quote]
+                rest = rest[rest.index(after: quote)...]
+                guard rest.first == "'" else { break }
+                out += "'"
+                rest = rest.dropFirst()
+            }
+            value = out
+        case "[", "{":
+            throw error("expected a single value, not a list or a table")
+        case "&", "*", "!", "|", ">", "%", "@", "`", ",", "]", "}":
+            throw error("not valid YAML: a value beginning with \(first) (quote the value)")
+        default:
+            var end = text.endIndex
+            var index = text.startIndex
+            while index < text.endIndex {
+                let next = text.index(after: index)
+                if text[index] == "#" && index > text.startIndex && [" ", "\t"].contains(text[text.index(before: index)]) {
+                    end = index
+                    break
+                }
+                if text[index] == ":" && (next == text.endIndex || text[next] == " " || text[next] == "\t") {
+                    throw error("not valid YAML: a colon and a space in a value (quote the value)")
+                }
+                index = next
+            }
+            let plain = String(text[..<end]).trimmingSpaces()
+            if plain.contains("\t") { throw error("not valid YAML: a tab in a value (quote the value)") }
+            if ["-", "?", ":"].contains(plain.first) && (plain.count == 1 || plain.dropFirst().first == " ") {
+                throw error("not valid YAML: a value beginning with \(plain.first!) (quote the value)")
+            }
+            return ["~", "null", "Null", "NULL"].contains(plain) ? nil : plain
+        }
+        rest = rest.drop { $0 == " " || $0 == "\t" }
+        guard rest.isEmpty || rest.hasPrefix("#") else {
+            throw error("not valid YAML: text after the quoted value")
+        }
+        return value
+    }
+
+    /// A double-quoted value after its opening quote, with YAML's escapes: the value and what follows it.
+    private static func doubleQuoted(
+        _ text: Substring, error: (String) -> ConfigFileError
+    ) throws(ConfigFileError) -> (String, Substring) {
+        var out = String.UnicodeScalarView()
+        var scalars = text.unicodeScalars
+        func hex(_ digits: Int) throws(ConfigFileError) -> Unicode.Scalar {
+            let text = String(Substring(scalars.prefix(digits)))
+            guard text.count == digits, let value = UInt32(text, radix: 16), let scalar = Unicode.Scalar(value) else {
+                throw error("not valid YAML: a \\x, \\u or \\U escape needs \(digits) hex digits of a character")
+            }
+            scalars = scalars.dropFirst(digits)
+            return scalar
+        }
+        while let scalar = scalars.popFirst() {
+            switch scalar {
+            case "\"":
+                return (String(out), Substring(scalars))
+            case "\\":
+                guard let escape = scalars.popFirst() else { break }
+                switch escape {
+                case "0": out.append("\u{0}")
+                case "a": out.append("\u{7}")
+                case "b": out.append("\u{8}")
+                case "t", "\t": out.append("\t")
+                case "n": out.append("\n")
+                case "v": out.append("\u{B}")
+                case "f": out.append("\u{C}")
+                case "r": out.append("\r")
+                case "e": out.append("\u{1B}")
+                case " ", "\"", "/", "\\": out.append(escape)
+                case "N": out.append("\u{85}")
+                case "_": out.append("\u{A0}")
+                case "L": out.append("\u{2028}")
+                case "P": out.append("\u{2029}")
+                case "x": out.append(try hex(2))
+                case "u": out.append(try hex(4))
+                case "U": out.append(try hex(8))
+                default: throw error("not valid YAML: unknown escape \\\(escape)")
+                }
+            default:
+                out.append(scalar)
+            }
+        }
+        throw error("not valid YAML: a quoted value must end on its line")
+    }
+
+    /// `text` as a value that reads back as itself: plain when it can be, else double-quoted.
     public static func quoted(_ text: String) -> String {
-        if let node = try? Yams.compose(yaml: "k: " + text), node.mapping?["k"]?.scalar?.string == text,
-            !isNull(node.mapping?["k"]?.scalar ?? .init(""))
-        {
+        if (try? ConfigFile(path: "", text: "k: " + text))?.entries == [Entry(key: "k", value: text, line: 1)] {
             return text
         }
         // Line breaks and other control characters as escapes: written raw, YAML folds or refuses them.
@@ -98,7 +231,7 @@ public struct ConfigFile: Sendable, Equatable {
             case "\n": quoted += "\\n"
             case "\t": quoted += "\\t"
             case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{2028}"
-                || scalar == "\u{2029}":
+                || scalar == "\u{2029}" || scalar == "\u{FEFF}":
                 let hex = String(scalar.value, radix: 16, uppercase: true)
                 quoted += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: quoted.unicodeScalars.append(scalar)
@@ -109,18 +242,17 @@ public struct ConfigFile: Sendable, Equatable {
 
     /// The file at `path`, or nil when it does not exist and `required` is false.
     public static func load(path: String, required: Bool) throws(ConfigFileError) -> ConfigFile? {
-        let data: Data
+        let bytes: [UInt8]
         do {
-            // A FileHandle, not Data(contentsOf:), which cannot read /dev/null.
-            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-            defer { try? handle.close() }
-            data = try handle.readToEnd() ?? Data()
-        } catch CocoaError.fileReadNoSuchFile where !required {
-            return nil
+            bytes = try FileIO.readAll(path)
         } catch {
-            throw ConfigFileError(path: path, line: nil, key: nil, problem: Self.reason(error))
+            if error.number == ENOENT {
+                if !required { return nil }
+                throw ConfigFileError(path: path, line: nil, key: nil, problem: "no such file")
+            }
+            throw ConfigFileError(path: path, line: nil, key: nil, problem: "cannot read it: " + error.reason)
         }
-        guard let text = String(data: data, encoding: .utf8) else {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
             throw ConfigFileError(path: path, line: nil, key: nil, problem: "not UTF-8 text")
         }
         return try ConfigFile(path: path, text: text)
@@ -149,20 +281,10 @@ public struct ConfigFileError: Error, Equatable, CustomStringConvertible {
     }
 }
 
-extension YamlError {
-    fileprivate var line: Int? {
-        switch self {
-        case .scanner(_, _, let mark, _), .parser(_, _, let mark, _), .composer(_, _, let mark, _): mark.line
-        default: nil
-        }
-    }
-
-    fileprivate var problem: String {
-        switch self {
-        case .scanner(_, let problem, _, _), .parser(_, let problem, _, _), .composer(_, let problem, _, _):
-            "not valid YAML: \(problem)"
-        default:
-            "not valid YAML: \(self)"
-        }
+extension StringProtocol {
+    /// Without the spaces and tabs at either end.
+    fileprivate func trimmingSpaces() -> String {
+        let isSpace = { (character: Character) in character == " " || character == "\t" }
+        return String(drop(while: isSpace).reversed().drop(while: isSpace).reversed())
     }
 }

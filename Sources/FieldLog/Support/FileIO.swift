@@ -31,7 +31,7 @@ public enum FileIO {
     /// walks are megabytes, and export reads them whole).
     public static func readAll(_ path: String) throws(FileIOError) -> [UInt8] {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw FileIOError(path: path, reason: String(cString: strerror(errno))) }
+        guard descriptor >= 0 else { throw FileIOError(path: path, reason: String(cString: strerror(errno)), number: errno) }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw FileIOError(path: path, reason: String(cString: strerror(errno))) }
@@ -54,7 +54,7 @@ public enum FileIO {
             if more.isEmpty { break }
             bytes += more
         }
-        if failure != 0 { throw FileIOError(path: path, reason: String(cString: strerror(failure))) }
+        if failure != 0 { throw FileIOError(path: path, reason: String(cString: strerror(failure)), number: failure) }
         return bytes
     }
 
@@ -81,6 +81,8 @@ public enum FileIO {
 public struct FileIOError: Error, CustomStringConvertible {
     public let path: String
     public let reason: String
+    /// The errno, when it was one.
+    public var number: Int32 = 0
 
     public var description: String { "cannot write \(path): \(reason)" }
 }
