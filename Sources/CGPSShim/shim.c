@@ -1,9 +1,13 @@
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  // pthread_setname_np
+#endif
 #include "CGPSShim.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <netdb.h>
@@ -211,4 +215,8 @@ void cgps_close(cgps_session *session) {
     // connection gpsd has dropped would raise SIGPIPE.
     gps_close(&session->data);
     free(session);
+}
+
+void cgps_name_reader_thread(void) {
+    pthread_setname_np(pthread_self(), "gpsd-reader");
 }

@@ -83,6 +83,13 @@ struct FlickrSourceTests {
         }()
         #expect(badKey?.kind == .fatal)
         #expect(badKey?.message.contains("API key") == true)
+        // The key is found by its scalars, also where a combining mark or "\r\n" joins it to a neighbour.
+        let redacting = try source()
+        for text in [FakeFlickr.apiKey + "\u{301}", "\r" + FakeFlickr.apiKey + "\n", "x" + FakeFlickr.apiKey + FakeFlickr.apiKey] {
+            let redacted = redacting.redact(text)
+            #expect(Array(redacted.utf8).firstRange(of: Array(FakeFlickr.apiKey.utf8)) == nil, "\(redacted)")
+            #expect(Array(redacted.utf8).firstRange(of: Array("<redacted>".utf8)) != nil, "\(redacted)")
+        }
     }
 
     @Test func imagesFailPermanentlyOrTemporarilyAsTheyShould() async throws {

@@ -173,6 +173,8 @@ struct SystemdTests {
         #expect(
             JournaldLogHandler.format(level: .error, label: "photos", message: "bad\nimage", metadata: ["z": "1", "a": "x"])
                 == "<3>photos: bad\\nimage a=x z=1\n")
+        // "\r\n" is one Character in Swift: both of its scalars are escaped all the same.
+        #expect(JournaldLogHandler.format(level: .info, message: "a\r\nb\u{301}\n") == "<6>a\\r\\nb\u{301}\\n\n")
     }
 
     @Test func journalStreamMustMatchStderr() {

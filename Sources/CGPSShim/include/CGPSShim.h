@@ -44,5 +44,7 @@ int cgps_read(cgps_session *session, cgps_fix *out);
 /// Asks gpsd for its VERSION: a live gpsd answers even with no receiver attached. 0 sent, -1 failed.
 int cgps_probe(cgps_session *session);
 void cgps_close(cgps_session *session);
+/// Names the calling thread (the reader's) "gpsd-reader", for top -H and perf.
+void cgps_name_reader_thread(void);
 
 #endif

@@ -1,6 +1,12 @@
 import CGPSShim
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
+import NIOPosix
+import Synchronization
 
 /// What the gpsd connection reports to the walk.
 public enum GPSEvent: Sendable, Equatable {
@@ -50,20 +56,15 @@ public final class GPSDReader: Sendable {
     /// Reads until `stop()`, or with `once` until gpsd closes, calling `handle` on the reader thread for every
     /// event; when `handle` throws, reading stops and the error is rethrown here.
     public func run(handle: @escaping @Sendable (GPSEvent) throws -> Void) async throws {
+        // A thread of its own, from a pool of one: libgps blocks, and the thread must not be one that Swift
+        // concurrency or the event loops need.
+        let thread = NIOThreadPool(numberOfThreads: 1)
+        thread.start()
+        defer { thread.shutdownGracefully { _ in } }
         try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
-                let thread = Thread { [self] in
-                    // Set from inside: Foundation on Linux names the kernel's thread (`top -H`, perf) only for
-                    // the current one.
-                    Thread.current.name = "gpsd-reader"
-                    do {
-                        try connectAndRead(emit: handle)
-                        done.resume()
-                    } catch {
-                        done.resume(throwing: error)
-                    }
-                }
-                thread.start()
+            try await thread.runIfActive { [self] in
+                cgps_name_reader_thread()
+                try connectAndRead(emit: handle)
             }
         } onCancel: {
             stop()
@@ -186,7 +187,7 @@ public final class GPSDReader: Sendable {
     private func sleep(seconds: Double) {
         var remaining = seconds
         while remaining > 0 && !stopped.isSet {
-            Thread.sleep(forTimeInterval: min(remaining, 0.1))
+            usleep(UInt32(min(remaining, 0.1) * 1_000_000))
             remaining -= 0.1
         }
     }
@@ -208,11 +209,10 @@ extension Fix {
 }
 
 /// A flag set once from any thread.
-final class LockedFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
+final class LockedFlag: Sendable {
+    private let value = Atomic(false)
 
-    var isSet: Bool { lock.withLock { value } }
+    var isSet: Bool { value.load(ordering: .acquiring) }
 
-    func set() { lock.withLock { value = true } }
+    func set() { value.store(true, ordering: .releasing) }
 }

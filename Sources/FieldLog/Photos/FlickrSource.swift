@@ -1,7 +1,12 @@
 import AsyncHTTPClient
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import NIOCore
 import NIOSSL
+import Synchronization
 
 /// Photos from Flickr's `flickr.photos.search`, nearest first.
 ///
@@ -61,12 +66,11 @@ public struct FlickrSource: PhotoSource {
 
     /// One client per CA file for the life of the process (an HTTPClient must be shut down before it is
     /// released; these never are): no redirects, since a redirect could lead anywhere, over plain http too.
-    private static let clientsLock = NSLock()
-    nonisolated(unsafe) private static var clients: [String: HTTPClient] = [:]
+    private static let clients = Mutex<[String: HTTPClient]>([:])
 
     private static func client(trusting caFile: String?) throws(PhotoSourceError) -> HTTPClient {
         do {
-            return try clientsLock.withLock {
+            return try clients.withLock { clients in
                 if let client = clients[caFile ?? ""] { return client }
                 var tls = TLSConfiguration.makeClientConfiguration()
                 if let caFile {
@@ -189,17 +193,16 @@ public struct FlickrSource: PhotoSource {
 
     /// Removes the API key from any text that might be logged or journaled.
     public func redact(_ text: String) -> String {
-        text.replacingOccurrences(of: apiKey, with: "<redacted>")
+        text.replacingScalars(apiKey, with: "<redacted>")
     }
 
     func decodeSearch(_ body: [UInt8]) throws(PhotoSourceError) -> [PhotoCandidate] {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body)), let root = object as? [String: Any]
-        else {
+        guard let root = try? JSONDecoder().decode(SearchAnswer.self, from: Data(body)) else {
             throw PhotoSourceError(.temporary, "Flickr search: the answer is not JSON")
         }
-        if root["stat"] as? String == "fail" {
-            let code = Self.int(root["code"]) ?? -1
-            let message = redact((root["message"] as? String) ?? "no message")
+        if root.stat?.string == "fail" {
+            let code = root.code?.int ?? -1
+            let message = redact(root.message?.string ?? "no message")
             switch code {
             case 100:
                 throw PhotoSourceError(.fatal, "Flickr rejected the API key (code 100: \(message)); fix it and restart")
@@ -209,40 +212,42 @@ public struct FlickrSource: PhotoSource {
                 throw PhotoSourceError(.fatal, "Flickr refused the search (code \(code): \(message))")
             }
         }
-        guard root["stat"] as? String == "ok", let photos = root["photos"] as? [String: Any] else {
+        guard root.stat?.string == "ok", let photos = root.photos else {
             throw PhotoSourceError(.temporary, "Flickr search: unexpected answer")
         }
-        let list = photos["photo"] as? [[String: Any]] ?? []
-        return list.compactMap(candidate(from:))
+        return photos.photo.compactMap { $0.fields.flatMap(candidate(from:)) }
     }
 
-    private func candidate(from photo: [String: Any]) -> PhotoCandidate? {
-        guard let id = Self.string(photo["id"]), PhotoCandidate.isValidID(id),
-            let owner = Self.string(photo["owner"]), PhotoCandidate.isValidOwner(owner),
-            let latitude = Self.double(photo["latitude"]), let longitude = Self.double(photo["longitude"]),
+    private func candidate(from photo: [String: FlickrScalar]) -> PhotoCandidate? {
+        guard let id = photo["id"]?.string, PhotoCandidate.isValidID(id),
+            let owner = photo["owner"]?.string, PhotoCandidate.isValidOwner(owner),
+            let latitude = photo["latitude"]?.double, let longitude = photo["longitude"]?.double,
             abs(latitude) <= 90, abs(longitude) <= 180, latitude != 0 || longitude != 0
         else { return nil }
-        var imageURL = preferredSizes.lazy.compactMap { Self.string(photo[$0]) }.first(where: isAcceptableImageURL)
-        if imageURL == nil, let server = Self.string(photo["server"]), let secret = Self.string(photo["secret"]),
+        var imageURL = preferredSizes.lazy.compactMap { photo[$0]?.string }.first(where: isAcceptableImageURL)
+        if imageURL == nil, let server = photo["server"]?.string, let secret = photo["secret"]?.string,
             PhotoCandidate.isValidID(server), PhotoCandidate.isValidID(secret)
         {
             imageURL = "https://live.staticflickr.com/\(server)/\(id)_\(secret)_z.jpg"
         }
         guard let imageURL else { return nil }
-        let license = Self.int(photo["license"])
         return PhotoCandidate(
-            id: id, title: Self.text(photo["title"]) ?? "", ownerName: Self.text(photo["ownername"]) ?? owner,
-            ownerID: owner, license: license.map(Self.licenseName) ?? "unknown licence",
+            id: id, title: Self.text(photo["title"]?.string) ?? "",
+            ownerName: Self.text(photo["ownername"]?.string) ?? owner, ownerID: owner,
+            license: photo["license"]?.int.map(Self.licenseName) ?? "unknown licence",
             pageURL: "https://www.flickr.com/photos/\(owner)/\(id)/", latitude: latitude, longitude: longitude,
-            imageURL: imageURL, taken: Self.text(photo["datetaken"]))
+            imageURL: imageURL, taken: Self.text(photo["datetaken"]?.string))
     }
 
-    /// Text for the journal: control characters dropped, at most `textLimit` characters.
-    static func text(_ value: Any?) -> String? {
-        guard let text = string(value) else { return nil }
+    /// Text for the journal: control and format characters dropped, at most `textLimit` characters.
+    static func text(_ text: String?) -> String? {
+        guard let text else { return nil }
         var scalars = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars where !CharacterSet.controlCharacters.contains(scalar) {
-            scalars.append(scalar)
+        for scalar in text.unicodeScalars {
+            switch scalar.properties.generalCategory {
+            case .control, .format: continue
+            default: scalars.append(scalar)
+            }
         }
         return String(String(scalars).prefix(textLimit))
     }
@@ -264,27 +269,6 @@ public struct FlickrSource: PhotoSource {
         }
     }
 
-    // Flickr sends numbers as numbers or strings ("total": "" when empty).
-    static func string(_ value: Any?) -> String? {
-        switch value {
-        case let text as String: return text
-        case let number as NSNumber: return number.stringValue
-        default: return nil
-        }
-    }
-
-    static func double(_ value: Any?) -> Double? {
-        switch value {
-        case let text as String: return Double(text).flatMap { $0.isFinite ? $0 : nil }
-        case let number as NSNumber: return number.doubleValue.isFinite ? number.doubleValue : nil
-        default: return nil
-        }
-    }
-
-    static func int(_ value: Any?) -> Int? {
-        double(value).flatMap { $0 == $0.rounded() && abs($0) < 1e9 ? Int($0) : nil }
-    }
-
     static func decimal(_ value: Double) -> String {
         let scaled = Int((abs(value) * 1_000_000).rounded())
         let fraction = String(scaled % 1_000_000)
@@ -292,18 +276,93 @@ public struct FlickrSource: PhotoSource {
             + String(repeating: "0", count: 6 - fraction.count) + fraction
     }
 
+    /// `name=value&...`, every byte of a value but letters, digits and `-._~` percent-encoded.
     static func encode(_ query: [(String, String)]) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
-        return query.map { name, value in
-            name + "=" + (value.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")
+        query.map { name, value in
+            var encoded = name + "="
+            for byte in value.utf8 {
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                    UInt8(ascii: "~"):
+                    encoded.unicodeScalars.append(Unicode.Scalar(byte))
+                default:
+                    let hex = Array("0123456789ABCDEF".unicodeScalars)
+                    encoded.unicodeScalars += ["%", hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+                }
+            }
+            return encoded
         }.joined(separator: "&")
+    }
+}
+
+/// Flickr's search answer, read field by field: a field of another type than expected reads as absent, and
+/// nothing is descended into beyond the answer's known shape.
+private struct SearchAnswer: Decodable {
+    var stat: FlickrScalar?
+    var code: FlickrScalar?
+    var message: FlickrScalar?
+    var photos: Photos?
+
+    struct Photos: Decodable {
+        var photo: [Lenient<[String: FlickrScalar]>] = []
+
+        private enum CodingKeys: String, CodingKey { case photo }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            photo = (try? container.decode([Lenient<[String: FlickrScalar]>].self, forKey: .photo)) ?? []
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey { case stat, code, message, photos }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        stat = try? container.decode(FlickrScalar.self, forKey: .stat)
+        code = try? container.decode(FlickrScalar.self, forKey: .code)
+        message = try? container.decode(FlickrScalar.self, forKey: .message)
+        photos = try? container.decode(Photos.self, forKey: .photos)
+    }
+}
+
+/// A value that reads as nil when it is not a `Value`, so that one odd element leaves its list readable.
+private struct Lenient<Value: Decodable>: Decodable {
+    var fields: Value?
+
+    init(from decoder: any Decoder) {
+        fields = try? Value(from: decoder)
+    }
+}
+
+/// A string or a number: Flickr sends numbers as either ("total": "" when empty). Anything else reads as
+/// neither, unread.
+struct FlickrScalar: Decodable {
+    var string: String?
+    var double: Double?
+
+    init(from decoder: any Decoder) {
+        guard let container = try? decoder.singleValueContainer() else { return }
+        if let text = try? container.decode(String.self) {
+            string = text
+            double = Double(text).flatMap { $0.isFinite ? $0 : nil }
+        } else if let whole = try? container.decode(Int64.self) {
+            string = String(whole)
+            double = Double(whole)
+        } else if let number = try? container.decode(Double.self), number.isFinite {
+            string = "\(number)"
+            double = number
+        }
+    }
+
+    var int: Int? {
+        double.flatMap { $0 == $0.rounded() && abs($0) < 1e9 ? Int($0) : nil }
     }
 }
 
 extension PhotoCandidate {
     /// Flickr owner ids look like `12345678@N00`.
     static func isValidOwner(_ owner: String) -> Bool {
-        isValidID(owner.replacingOccurrences(of: "@", with: "_"))
+        isValidID(owner.replacingScalars("@", with: "_"))
     }
 }

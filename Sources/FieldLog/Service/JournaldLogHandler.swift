@@ -75,7 +75,7 @@ public struct JournaldLogHandler: LogHandler {
         for (key, value) in metadata.sorted(by: { $0.key < $1.key }) {
             line += " \(key)=\(value)"
         }
-        return line.replacingOccurrences(of: "\r", with: "\\r").replacingOccurrences(of: "\n", with: "\\n") + "\n"
+        return line.replacingScalars("\r", with: "\\r").replacingScalars("\n", with: "\\n") + "\n"
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {

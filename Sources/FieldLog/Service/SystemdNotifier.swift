@@ -62,7 +62,7 @@ public final class SystemdNotifier: @unchecked Sendable {
     public func send(_ assignments: [String]) -> Bool {
         guard let socketPath else { return false }
         // A newline inside a value would start a new assignment.
-        let message = assignments.map { $0.replacingOccurrences(of: "\n", with: " ") }.joined(separator: "\n")
+        let message = assignments.map { $0.replacingScalars("\n", with: " ") }.joined(separator: "\n")
         if let failure = Self.sendDatagram(Array(message.utf8), to: socketPath) {
             lock.lock()
             let first = !reportedFailure
