@@ -1,6 +1,13 @@
 import ArgumentParser
 import FieldLog
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Export: ParsableCommand, ConfiguredCommand {
     static let configuration = CommandConfiguration(
@@ -56,7 +63,7 @@ struct Export: ParsableCommand, ConfiguredCommand {
             let lines = log.damagedLines.map(String.init).joined(separator: ", ")
             let noun = count == 1 ? "line" : "lines"
             let message = "fieldlog: skipped \(count) damaged \(noun) in walk \(log.id): \(lines)\n"
-            FileHandle.standardError.write(Data(message.utf8))
+            writeStandardError(message)
         }
         // One listing of the cache, not a stat per milestone: a day's walk has a thousand of them.
         let thumbnails = ThumbnailFiles(directory: cacheDir)
@@ -81,7 +88,7 @@ struct Export: ParsableCommand, ConfiguredCommand {
         guard output != "-" else {
             throw CleanExit.failure("fieldlog: writing to standard output (-) needs --format json, gpx, geojson or html")
         }
-        guard let format = ExportFormat(pathExtension: (output as NSString).pathExtension) else {
+        guard let format = ExportFormat(path: output) else {
             throw CleanExit.failure(
                 "fieldlog: cannot tell the format of \(output) from its extension: "
                     + "name it .json, .gpx, .geojson or .html, or pass --format")

@@ -1,6 +1,13 @@
 import ArgumentParser
 import FieldLog
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 
 /// Where milestone photos come from and where their thumbnails go.
@@ -129,7 +136,9 @@ struct PhotoOptions: ParsableArguments {
         } else {
             key = nil
         }
-        let trimmed = key?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        let trimmed = String(
+            String.UnicodeScalarView((key ?? "").unicodeScalars.drop { $0.properties.isWhitespace }.reversed()
+                .drop { $0.properties.isWhitespace }.reversed()))
         return trimmed.isEmpty ? nil : trimmed
     }
 }

@@ -1,6 +1,13 @@
 import ArgumentParser
 import FieldLog
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import ServiceLifecycle
 
@@ -222,7 +229,12 @@ struct StateDirectoryOption: ParsableArguments {
 enum CleanExit {
     /// One clear line on stderr and exit status 1, for errors a user can cause.
     static func failure(_ message: String) -> ExitCode {
-        FileHandle.standardError.write(Data((message + "\n").utf8))
+        writeStandardError(message + "\n")
         return ExitCode.failure
     }
+}
+
+/// Writes `text` to standard error at once, unbuffered.
+func writeStandardError(_ text: String) {
+    _ = FileIO.writeAll(text.utf8, to: STDERR_FILENO)
 }

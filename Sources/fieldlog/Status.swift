@@ -1,6 +1,13 @@
 import ArgumentParser
 import FieldLog
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Status: ParsableCommand, ConfiguredCommand {
     static let configuration = CommandConfiguration(

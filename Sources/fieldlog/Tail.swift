@@ -1,6 +1,13 @@
 import ArgumentParser
 import FieldLog
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Tail: ParsableCommand, ConfiguredCommand {
     static let configuration = CommandConfiguration(
@@ -54,7 +61,7 @@ struct Tail: ParsableCommand, ConfiguredCommand {
         guard follow else { return }
         // Poll twice a second; move on to a newer walk once the current one has been shown to its end.
         while true {
-            Thread.sleep(forTimeInterval: 0.5)
+            usleep(500_000)
             if let follower {
                 try emit(lines(from: follower))
             }

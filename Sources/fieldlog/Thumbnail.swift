@@ -1,6 +1,13 @@
 import ArgumentParser
 import FieldLog
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct ThumbnailCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -57,9 +64,9 @@ struct ThumbnailCommand: ParsableCommand {
 
     func run() throws {
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try FileIO.makeDirectories(directory)
         } catch {
-            throw CleanExit.failure("fieldlog: cannot create \(directory): \(error.localizedDescription)")
+            throw CleanExit.failure("fieldlog: cannot create \(error.path): \(error.reason)")
         }
         // A batch that ends with the process: decoder memory is kept from one file to the next.
         Thumbnailer.reuseMemoryForBatches()
@@ -78,8 +85,7 @@ struct ThumbnailCommand: ParsableCommand {
                 let thumbnail = try make(file, output: output, with: thumbnailer)
                 if timings {
                     let end = Self.clocks()
-                    let line = String(format: "time\t%.3f\t%.3f\t", end.cpu - start.cpu, end.wall - start.wall)
-                    FileHandle.standardError.write(Data((line + file + "\n").utf8))
+                    writeStandardError("time\t\(Self.seconds(end.cpu - start.cpu))\t\(Self.seconds(end.wall - start.wall))\t\(file)\n")
                 }
                 print(
                     "ok \(file) -> \(output) (\(thumbnail.width)x\(thumbnail.height) from "
@@ -95,6 +101,13 @@ struct ThumbnailCommand: ParsableCommand {
         }
     }
 
+    /// Milliseconds as seconds with three decimals: "0.042".
+    private static func seconds(_ milliseconds: Double) -> String {
+        let whole = Int(max(0, milliseconds).rounded())
+        let fraction = String(whole % 1000)
+        return "\(whole / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
+    }
+
     /// The process's CPU time and the monotonic clock, in milliseconds.
     private static func clocks() -> (cpu: Double, wall: Double) {
         func milliseconds(_ clock: clockid_t) -> Double {
@@ -106,7 +119,9 @@ struct ThumbnailCommand: ParsableCommand {
     }
 
     private func outputPath(for file: String) -> String {
-        let name = ((file as NSString).lastPathComponent as NSString).deletingPathExtension
+        // The file's name without its directory and extension: "a/IMG_1.JPG" -> "IMG_1", ".hidden" stays.
+        var name = file.split(separator: "/").last ?? ""
+        if let dot = name.lastIndex(of: "."), dot != name.startIndex { name = name[..<dot] }
         var directory = directory
         while directory.count > 1 && directory.hasSuffix("/") { directory.removeLast() }
         return (directory == "/" ? "" : directory) + "/" + name + ".jpg"

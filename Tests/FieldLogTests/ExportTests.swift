@@ -62,11 +62,14 @@ private func decimal(_ value: Double, digits: Int) -> String {
 // MARK: - Shared
 
 @Test func formatComesFromPathExtension() {
-    #expect(ExportFormat(pathExtension: "json") == .json)
-    #expect(ExportFormat(pathExtension: "GPX") == .gpx)
-    #expect(ExportFormat(pathExtension: "geojson") == .geojson)
-    #expect(ExportFormat(pathExtension: "kml") == nil)
-    #expect(ExportFormat(pathExtension: "") == nil)
+    #expect(ExportFormat(path: "walk.json") == .json)
+    #expect(ExportFormat(path: "/home/me/walk.2026.GPX") == .gpx)
+    #expect(ExportFormat(path: "../walk.geojson") == .geojson)
+    #expect(ExportFormat(path: "walk.kml") == nil)
+    #expect(ExportFormat(path: "walk") == nil)
+    #expect(ExportFormat(path: "walk.") == nil)
+    #expect(ExportFormat(path: ".json") == nil)
+    #expect(ExportFormat(path: "exports.json/walk") == nil)
 }
 
 @Test(arguments: [

@@ -5,9 +5,12 @@ public enum ExportFormat: String, CaseIterable, Sendable {
     case geojson
     case html
 
-    /// The format a file name's extension asks for: `json`, `gpx`, `geojson` or `html`, in any case.
-    public init?(pathExtension: String) {
-        self.init(rawValue: pathExtension.lowercased())
+    /// The format a file's name asks for by its extension: `.json`, `.gpx`, `.geojson` or `.html`, in any
+    /// case (`walk.GPX`).
+    public init?(path: String) {
+        let name = path.split(separator: "/").last ?? ""
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return nil }
+        self.init(rawValue: name[name.index(after: dot)...].lowercased())
     }
 }
 

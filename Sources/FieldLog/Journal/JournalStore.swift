@@ -26,9 +26,9 @@ public struct JournalStore: Sendable {
     /// Creates the directory if needed and checks it can be written.
     public func prepare() throws(JournalError) {
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try FileIO.makeDirectories(directory)
         } catch {
-            throw JournalError(.cannotOpen, path: directory, reason: "cannot create it")
+            throw JournalError(.cannotOpen, path: error.path, reason: "cannot create it: \(error.reason)")
         }
         guard FileManager.default.isWritableFile(atPath: directory) else {
             throw JournalError(.cannotWrite, path: directory, reason: "permission denied")

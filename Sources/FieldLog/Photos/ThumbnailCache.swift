@@ -29,7 +29,11 @@ public actor ThumbnailCache {
             throw ThumbnailCacheError(.invalidLimit, path: directory, reason: "--cache-max must be above 0")
         }
         let directory = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
-        try Self.makeDirectories(directory)
+        do {
+            try FileIO.makeDirectories(directory)
+        } catch {
+            throw ThumbnailCacheError(.cannotCreate, path: error.path, reason: error.reason)
+        }
         let descriptor = try Self.claim(directory)
         do {
             index = try Index.rebuild(directory: directory, maxBytes: maxBytes)
@@ -268,24 +272,6 @@ public actor ThumbnailCache {
         guard descriptor >= 0 else { throw ThumbnailCacheError(.cannotWrite, path: directory, errno: errno) }
         defer { close(descriptor) }
         guard fsync(descriptor) == 0 else { throw ThumbnailCacheError(.cannotWrite, path: directory, errno: errno) }
-    }
-
-    /// `mkdir -p`.
-    private static func makeDirectories(_ directory: String) throws(ThumbnailCacheError) {
-        var prefix = directory.hasPrefix("/") ? "" : "."
-        for component in directory.split(separator: "/") {
-            prefix += "/" + component
-            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
-                throw ThumbnailCacheError(.cannotCreate, path: prefix, errno: errno)
-            }
-        }
-        var info = stat()
-        guard stat(directory, &info) == 0 else {
-            throw ThumbnailCacheError(.cannotCreate, path: directory, errno: errno)
-        }
-        guard info.st_mode & S_IFMT == S_IFDIR else {
-            throw ThumbnailCacheError(.cannotCreate, path: directory, reason: "it exists and is not a directory")
-        }
     }
 
     /// Takes the directory for this process: creates the marker in an empty directory, refuses a

@@ -58,6 +58,24 @@ public enum FileIO {
         return bytes
     }
 
+    /// `mkdir -p`: `directory` and its missing parents; an error names the one that could not be made.
+    public static func makeDirectories(_ directory: String) throws(FileIOError) {
+        var prefix = directory.hasPrefix("/") ? "" : "."
+        for component in directory.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                throw FileIOError(path: prefix, reason: String(cString: strerror(errno)), number: errno)
+            }
+        }
+        var info = stat()
+        guard stat(directory, &info) == 0 else {
+            throw FileIOError(path: directory, reason: String(cString: strerror(errno)), number: errno)
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            throw FileIOError(path: directory, reason: "it exists and is not a directory", number: ENOTDIR)
+        }
+    }
+
     /// Replaces `path` whole: writes a temporary file beside it and renames it over `path`, so readers see
     /// the old file or the new one, never half. `durable` also syncs the data before the rename.
     public static func replace(_ path: String, with bytes: some Collection<UInt8>, durable: Bool) throws(FileIOError) {
