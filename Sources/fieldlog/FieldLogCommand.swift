@@ -1,6 +1,5 @@
 import ArgumentParser
 
-@main
 struct FieldLogCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fieldlog",

@@ -19,7 +19,7 @@ struct LeanBinaryTests {
     func aBinaryThatImportsFoundationFailsTheCheck() async throws {
         try "import Foundation\nprint(Date(), NSString(string: \"x\").length)\n"
             .write(toFile: directory + "/main.swift", atomically: true, encoding: .utf8)
-        let built = try await Child(Self.swiftc!, ["main.swift", "-o", "uses-foundation"], in: directory).wait(timeout: 300)
+        let built = try await Child(Self.swiftc!, [directory + "/main.swift", "-o", directory + "/uses-foundation"], in: directory).wait(timeout: 300)
         try #require(built.status == 0, "\(built.stderr)")
         let outcome = try await Child(Self.verify, [directory + "/uses-foundation"], in: directory).wait(timeout: 60)
         #expect(outcome.status == 1)
