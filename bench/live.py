@@ -26,20 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from walkbench import (cpu_seconds, free_port, last_fix_time, machine, memory_kb, parse_time,  # noqa: E402
-                       start_gpsfake, stop, wait_rusage)
-
-
-def wakeups(pid):
-    """Voluntary context switches of all the process's threads so far."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            for line in (task / "status").read_text().splitlines():
-                if line.startswith("voluntary_ctxt_switches:"):
-                    total += int(line.split()[1])
-        except OSError:
-            pass
-    return total
+                       start_gpsfake, stop, wait_rusage, wakeups)
 
 
 class Followers:

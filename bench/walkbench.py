@@ -55,6 +55,20 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def wakeups(pid):
+    """Voluntary context switches of all the process's threads so far: each is the process going to sleep to
+    wait for something, so each ends in a wake-up."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+
 def wait_rusage(proc, block=True):
     """Reaps proc: (exit status, user+sys CPU seconds), or None if it still runs and not `block`.
     (Popen.poll would reap it and lose its resource usage.)"""
@@ -342,19 +356,22 @@ def paced_section(binary, work, minutes, jpeg):
     procs["gpxlogger"] = subprocess.Popen(["gpxlogger", "-e", "sockets", "-f", str(run_dir / "gpxlogger.gpx"),
                                            f"127.0.0.1:{port}"], stderr=subprocess.DEVNULL)
     peaks = dict.fromkeys(procs, 0)
+    # The last look at each process before it ended: resident and private memory, wake-ups so far.
+    last = {}
     results = {}
-    # CPU when the first fix is journaled, so that start-up can be told from the steady state.
+    # CPU and wake-ups when the first fix is journaled, so that start-up can be told from the steady state.
     at_first_fix = None
     while len(results) < len(procs):
         if at_first_fix is None and all((j := list(states[n].glob("*.jsonl"))) and last_fix_time(j[0])
                                         for n in states):
-            at_first_fix = {name: cpu_seconds(proc.pid) for name, proc in procs.items()}
+            at_first_fix = {name: (cpu_seconds(proc.pid), wakeups(proc.pid)) for name, proc in procs.items()}
         for name, proc in procs.items():
             if name in results:
                 continue
             memory = memory_kb(proc.pid)
             if memory:
                 peaks[name] = max(peaks[name], memory[1])
+                last[name] = (memory[0], memory[2], wakeups(proc.pid))
             if (result := wait_rusage(proc, block=False)) is not None:
                 results[name] = result
         time.sleep(0.1 if at_first_fix is None else 0.5)
@@ -366,7 +383,8 @@ def paced_section(binary, work, minutes, jpeg):
     photos = sum(r["type"] == "photo" and r.get("status") == "found" for r in records["photos"])
     hours = (parse_time(fixes[-1]["time"]) - parse_time(fixes[0]["time"])) / 3600
     per_hour = {name: cpu / hours for name, (_, cpu) in results.items()}
-    steady = {name: (cpu - at_first_fix[name]) / hours for name, (_, cpu) in results.items()}
+    steady = {name: (cpu - at_first_fix[name][0]) / hours for name, (_, cpu) in results.items()}
+    wake = {name: (last[name][2] - at_first_fix[name][1]) / hours for name in procs}
     labels = {"photos": "fieldlog run, photos from the fake Flickr", "plain": "fieldlog run, no photo source",
               "gpxlogger": "gpxlogger"}
     text = [f"### Paced: {minutes:g} minutes at 1 Hz, as a walk really arrives\n",
@@ -375,13 +393,17 @@ def paced_section(binary, work, minutes, jpeg):
             "status.json every 30 s. Here gpsfake sends one fix a second (`-c 0.5`, two sentences per fix) to "
             "two fieldlogs (one fetching photos from the fake Flickr, one with none) and gpxlogger, all connected "
             f"to the same gpsd at once; one run, {len(fixes)} fixes. Machine: {machine()}.\n",
-            "| run | CPU s per walked hour, whole run | after the first fix | peak RSS MB |", "|---|---|---|---|"]
-    text += [f"| {labels[name]} | {per_hour[name]:.2f} | {steady[name]:.2f} | {peaks[name] / 1024:.1f} |"
-             for name in procs]
+            "| run | CPU s per walked hour, whole run | after the first fix | peak RSS MB | RSS MB at the end "
+            "(private) | wake-ups per walked hour after the first fix |", "|---|---|---|---|---|---|"]
+    text += [f"| {labels[name]} | {per_hour[name]:.2f} | {steady[name]:.2f} | {peaks[name] / 1024:.1f} | "
+             f"{last[name][0] / 1024:.1f} ({last[name][1] / 1024:.1f}) | {wake[name]:,.0f} |" for name in procs]
     text += ["", "CPU is user + sys from wait4 at the end; \"after the first fix\" subtracts what the process had "
              "used when both fieldlogs had journaled their first fix (from /proc/PID/stat, 10 ms ticks), i.e. "
              f"start-up. The photo run fetched and thumbnailed {photos} photos. After start-up, fieldlog without "
-             f"photos uses {steady['plain'] / max(1e-9, steady['gpxlogger']):.1f}× gpxlogger's CPU at 1 Hz."]
+             f"photos uses {steady['plain'] / max(1e-9, steady['gpxlogger']):.1f}× gpxlogger's CPU at 1 Hz. "
+             "\"At the end\" is the last look (every 0.5 s) before the process ended, some seconds after the last "
+             "photo: memory between photos. Wake-ups are voluntary context switches summed over the process's "
+             "threads (/proc/PID/task/*/status) between the first fix and that last look."]
     per_photo_ms = thumbnail_cpu_ms(binary, jpeg, work)
     without_thumbnails = steady["photos"] - photos * per_photo_ms / 1000 / hours
     worst = max(without_thumbnails, steady["plain"])
@@ -390,6 +412,15 @@ def paced_section(binary, work, minutes, jpeg):
              f"photo run's {photos} thumbnails took about {photos * per_photo_ms / 1000:.2f} s; after start-up that "
              f"leaves {without_thumbnails:.2f} s per walked hour with photos and {steady['plain']:.2f} s without: "
              f"**{'met' if worst < 1 else 'not met'}**."]
+    ratio = worst / max(1e-9, steady["gpxlogger"])
+    text += ["", f"Targets (issue 16), photos aside: CPU per walked hour at 1 Hz after start-up at most 1.5× "
+             f"gpxlogger's: {ratio:.2f}× (the worse of the two runs, thumbnails excluded), "
+             f"**{'met' if ratio <= 1.5 else 'not met'}**. Resident memory recording without photos at most 10 MB: "
+             f"peak {peaks['plain'] / 1024:.1f} MB, **{'met' if peaks['plain'] <= 10 * 1024 else 'not met'}**. With "
+             f"photos, back within 2 MB of that between photos: {last['photos'][0] / 1024:.1f} MB at the end against "
+             f"{last['plain'][0] / 1024:.1f} MB, **{'met' if last['photos'][0] - last['plain'][0] <= 2048 else 'not met'}**. "
+             f"Wake-ups per fix: {wake['plain'] / 3600:.1f} without photos, {wake['photos'] / 3600:.1f} with, "
+             f"{wake['gpxlogger'] / 3600:.1f} for gpxlogger."]
     return "\n".join(text) + "\n"
 
 
@@ -578,7 +609,7 @@ class FakeGPSD:
         self.sock.close()
 
 
-def startup_section(binary, work, reps):
+def startup_section(binary, work, reps, deb=None):
     gpsd = FakeGPSD()
     firsts, helps = [], []
     for rep in range(reps):
@@ -609,6 +640,22 @@ def startup_section(binary, work, reps):
             f"| `fieldlog --help` | {spread([h * 1000 for h in helps], '{:.0f}')} ms |",
             f"| release binary (static Swift runtime), as built / stripped | {size / 1e6:.1f} MB / {stripped.stat().st_size / 1e6:.1f} MB |",
             f"| gpxlogger binary, for scale | {Path(shutil.which('gpxlogger')).stat().st_size / 1e3:.0f} KB (+ libgps) |"]
+    if deb:
+        text.insert(-1, f"| the .deb (`deploy/build-deb` of this binary) | {Path(deb).stat().st_size / 1e6:.1f} MB |")
+    verified = subprocess.run([str(HERE.parent / "scripts/verify-foundation"), str(stripped)], capture_output=True,
+                              text=True)
+    links = "no" if verified.returncode == 0 else "**yes**: " + verified.stderr.strip().replace("\n", "; ")
+    text.insert(-1, f"| full Foundation or ICU linked in (`scripts/verify-foundation`) | {links} |")
+    first = statistics.median(firsts) * 1000
+    stripped_mb = stripped.stat().st_size / 1e6
+    targets = [f"start-up under 50 ms: {first:.0f} ms, **{'met' if first < 50 else 'not met'}**",
+               f"no ICU and no full Foundation: **{'met' if verified.returncode == 0 else 'not met'}**",
+               f"static binary at most 25 MB: {stripped_mb:.1f} MB stripped, "
+               f"**{'met' if stripped_mb <= 25 else 'not met'}**"]
+    if deb:
+        deb_mb = Path(deb).stat().st_size / 1e6
+        targets.append(f".deb at most 8 MB: {deb_mb:.1f} MB, **{'met' if deb_mb <= 8 else 'not met'}**")
+    text += ["", "Targets (issue 16): " + "; ".join(targets) + "."]
     return "\n".join(text) + "\n"
 
 
@@ -620,6 +667,7 @@ def main():
     parser.add_argument("--paced-minutes", type=float, default=10)
     parser.add_argument("--work", default=".build-bench/walk")
     parser.add_argument("--out", default=str(HERE / "results"))
+    parser.add_argument("--deb", help="the .deb deploy/build-deb made of --fieldlog, for its size")
     parser.add_argument("--jpeg", default=str(HERE.parent / "demo/photos/Bridge_by_Sander_Klootwijk.jpg"))
     args = parser.parse_args()
     work, out = Path(args.work).resolve(), Path(args.out)
@@ -634,7 +682,7 @@ def main():
         daemon += "\n" + paced_section(binary, work, args.paced_minutes, Path(args.jpeg))
         daemon += "\n" + profile_section(binary, work, args.paced_minutes / 2)
     sections = {"daemon.md": daemon, "export.md": export_section(binary, journal, work, max(5, args.reps)),
-                "startup.md": startup_section(binary, work, max(5, args.reps))}
+                "startup.md": startup_section(binary, work, max(5, args.reps), args.deb)}
     for name, text in sections.items():
         (out / name).write_text(text)
         print(text)

@@ -1,7 +1,10 @@
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "CSandbox.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/mman.h>
@@ -70,4 +73,33 @@ int csandbox_poll(pid_t pid, int *code) {
 
 int csandbox_kill(pid_t pid) {
     return kill(pid, SIGKILL) == 0 ? 0 : -errno;
+}
+
+static int signal_pipe_write = -1;
+
+static void write_signal(int signal) {
+    int saved = errno;  // a handler must leave errno as it found it
+    unsigned char byte = (unsigned char)signal;
+    (void)write(signal_pipe_write, &byte, 1);  // non-blocking: a full pipe drops the byte, never blocks
+    errno = saved;
+}
+
+int csandbox_signal_pipe(const int *signals, int count) {
+    int ends[2];
+    if (pipe2(ends, O_CLOEXEC) != 0) return -errno;
+    if (fcntl(ends[1], F_SETFL, O_NONBLOCK) != 0) return -errno;
+    signal_pipe_write = ends[1];
+    struct sigaction action = {0};
+    action.sa_handler = write_signal;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    for (int i = 0; i < count; i++) {
+        if (sigaction(signals[i], &action, NULL) != 0) return -errno;
+    }
+    return ends[0];
+}
+
+void csandbox_signal_pipe_wake(void) {
+    unsigned char zero = 0;
+    if (signal_pipe_write >= 0) (void)write(signal_pipe_write, &zero, 1);
 }

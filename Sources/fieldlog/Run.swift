@@ -184,10 +184,18 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
             let systemd = SystemdService(notifier: notifier, logger: logger) { _ = recorder.summary; return true }
             services.append(.init(service: systemd, successTerminationBehavior: .gracefullyShutdownGroup))
         }
-        let group = ServiceGroup(
-            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        // Signals are waited for here, not by the group (see ShutdownSignals).
+        let group = ServiceGroup(configuration: .init(services: services, logger: logger))
         do {
-            try await group.run()
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask { [logger] in
+                    guard let signal = try await ShutdownSignals.first(of: [SIGTERM, SIGINT]) else { return }
+                    logger.info("signal \(signal): shutting down")
+                    await group.triggerGracefulShutdown()
+                }
+                try await group.run()
+                tasks.cancelAll()
+            }
         } catch {
             throw CleanExit.failure("fieldlog: \(error)")
         }

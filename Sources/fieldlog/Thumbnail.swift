@@ -85,7 +85,7 @@ struct ThumbnailCommand: ParsableCommand {
                 let thumbnail = try make(file, output: output, with: thumbnailer)
                 if timings {
                     let end = Self.clocks()
-                    writeStandardError("time\t\(Self.seconds(end.cpu - start.cpu))\t\(Self.seconds(end.wall - start.wall))\t\(file)\n")
+                    writeStandardError("time\t\(Self.threeDecimals(end.cpu - start.cpu))\t\(Self.threeDecimals(end.wall - start.wall))\t\(file)\n")
                 }
                 print(
                     "ok \(file) -> \(output) (\(thumbnail.width)x\(thumbnail.height) from "
@@ -101,11 +101,11 @@ struct ThumbnailCommand: ParsableCommand {
         }
     }
 
-    /// Milliseconds as seconds with three decimals: "0.042".
-    private static func seconds(_ milliseconds: Double) -> String {
-        let whole = Int(max(0, milliseconds).rounded())
-        let fraction = String(whole % 1000)
-        return "\(whole / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
+    /// A duration in milliseconds with three decimals: "2.215".
+    private static func threeDecimals(_ milliseconds: Double) -> String {
+        let thousandths = Int((max(0, milliseconds) * 1000).rounded())
+        let fraction = String(thousandths % 1000)
+        return "\(thousandths / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
     }
 
     /// The process's CPU time and the monotonic clock, in milliseconds.

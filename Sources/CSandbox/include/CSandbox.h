@@ -4,7 +4,8 @@
 #include <sys/types.h>
 
 /// The photo worker's system interface: an anonymous memory file to pass bytes through, a child
-/// process started with only those files, its limits, and a non-blocking wait. Every function returns
+/// process started with only those files, its limits, and a non-blocking wait; and the recorder's own
+/// shutdown signals. Every function returns
 /// 0 or a positive result on success and -errno on failure.
 
 /// An anonymous in-memory file (memfd), close-on-exec.
@@ -30,5 +31,12 @@ int csandbox_poll(pid_t pid, int *code);
 
 /// Sends SIGKILL to `pid`.
 int csandbox_kill(pid_t pid);
+
+/// Makes each of the `count` signals write its number, as one byte, to a pipe instead of its default action,
+/// and returns the pipe's read end (close-on-exec). A thread that reads it waits for a
+/// signal without libdispatch or a periodic wake-up. Once per process.
+int csandbox_signal_pipe(const int *signals, int count);
+/// Writes a 0 byte to that pipe: wakes its reader without a signal.
+void csandbox_signal_pipe_wake(void);
 
 #endif
