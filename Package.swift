@@ -76,6 +76,7 @@ let package = Package(
             name: "fieldlog",
             dependencies: [
                 "FieldLog",
+                "CConcurrencyHook",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -83,6 +84,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // Swift concurrency's global executor hook, reached by the linker (see its header).
+        .target(name: "CConcurrencyHook"),
         // Walks with known truth, as receivers report them: for the tests and the distance benchmark.
         .target(
             name: "WalkSimulation",

@@ -1,5 +1,7 @@
+import FieldLog
 import Foundation
 import Testing
+import WalkSimulation
 
 /// fieldlog links FoundationEssentials only, never full Foundation and its ICU tables: scripts/verify-foundation
 /// (which scripts/test runs after the build, and deploy/build-deb on the shipped binary) says so, and fails a
@@ -25,5 +27,38 @@ struct LeanBinaryTests {
         #expect(outcome.status == 1)
         #expect(outcome.stderr.contains("needs libFoundation.so"), "\(outcome.stderr)")
         #expect(outcome.stderr.contains("holds Foundation's types"), "\(outcome.stderr)")
+    }
+
+    /// libdispatch, once started, wakes the process every second for good; fieldlog runs Swift concurrency on
+    /// SwiftNIO's event loops and waits for its signals on a thread of its own, so a recorder with the live
+    /// page on never starts it. SIGINT stops it as SIGTERM does.
+    @Test(.enabled(if: Harness.gpsfakeAvailable, "needs gpsd and gpsfake"))
+    func aRecorderNeverStartsLibdispatch() async throws {
+        var walk = SyntheticWalk()
+        walk.add([.walk(seconds: 120, speed: 1.4)])
+        try walk.write(to: directory + "/walk.nmea")
+        let gpsd = try await GPSFake(capture: directory + "/walk.nmea", delay: 0.02, in: directory)
+        let state = directory + "/state"
+        let recorder = try Child(
+            Harness.fieldlog,
+            ["run", "--gpsd", gpsd.address, "--state-dir", state, "--http", "127.0.0.1:\(Harness.freePort())"],
+            in: directory)
+        defer { recorder.reap() }
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, ((try? JournalStore(directory: state).walkIDs())?.isEmpty ?? true) {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        try await Task.sleep(for: .seconds(2))
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(recorder.pid)/task")) ?? []
+        let threads = tasks.compactMap { try? String(contentsOfFile: "/proc/\(recorder.pid)/task/\($0)/comm", encoding: .utf8) }
+            .map { $0.trimmingCharacters(in: .newlines) }
+        #expect(threads.contains("gpsd-reader"), "\(threads)")
+        // libdispatch's threads are named after its root queues: "com.apple.root.default-qos.overcommit".
+        #expect(!threads.contains { $0.contains("qos") || $0.contains("dispatch") }, "\(threads)")
+        recorder.signal(SIGINT)
+        let outcome = await recorder.wait(timeout: 15)
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        #expect(outcome.stderr.contains("signal 2: shutting down"), "\(outcome.stderr)")
+        await gpsd.wait()
     }
 }
