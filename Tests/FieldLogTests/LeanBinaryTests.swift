@@ -9,7 +9,8 @@ import WalkSimulation
 struct LeanBinaryTests {
     let directory = Harness.temporaryDirectory()
     static let verify = Harness.repository + "/scripts/verify-foundation"
-    static let swiftc = ["/opt/swift/usr/bin/swiftc", "/usr/bin/swiftc"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    static let swiftc = ((ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { $0 + "/swiftc" }
+        + ["/opt/swift/usr/bin/swiftc"]).first { FileManager.default.isExecutableFile(atPath: $0) }
 
     @Test func fieldlogLinksNoFoundationAndNoICU() async throws {
         let outcome = try await Child(Self.verify, [Harness.fieldlog], in: directory).wait(timeout: 60)
@@ -29,26 +30,33 @@ struct LeanBinaryTests {
         #expect(outcome.stderr.contains("holds Foundation's types"), "\(outcome.stderr)")
     }
 
-    /// libdispatch, once started, wakes the process every second for good; fieldlog runs Swift concurrency on
-    /// SwiftNIO's event loops and waits for its signals on a thread of its own, so a recorder with the live
-    /// page on never starts it. SIGINT stops it as SIGTERM does.
+    /// libdispatch, once started, wakes the process every second for good. fieldlog runs Swift concurrency on
+    /// SwiftNIO's event loops, sleeps on their timers (sleepOnEventLoop) and waits for its signals on a thread
+    /// of its own, so a recorder with the live page and a photo folder never starts it. (With Flickr it does:
+    /// SwiftNIO resolves host names on libdispatch's queues.) SIGINT stops it as SIGTERM does.
     @Test(.enabled(if: Harness.gpsfakeAvailable, "needs gpsd and gpsfake"))
     func aRecorderNeverStartsLibdispatch() async throws {
-        var walk = SyntheticWalk()
-        walk.add([.walk(seconds: 120, speed: 1.4)])
+        // From where the demo's first photo was taken: the folder's photos are decoded as milestones pass them.
+        var walk = SyntheticWalk(latitude: 52.850430, longitude: 5.313230, heading: 300)
+        walk.add([.walk(seconds: 220, speed: 1.4)])
         try walk.write(to: directory + "/walk.nmea")
         let gpsd = try await GPSFake(capture: directory + "/walk.nmea", delay: 0.02, in: directory)
         let state = directory + "/state"
         let recorder = try Child(
             Harness.fieldlog,
-            ["run", "--gpsd", gpsd.address, "--state-dir", state, "--http", "127.0.0.1:\(Harness.freePort())"],
+            ["run", "--gpsd", gpsd.address, "--state-dir", state, "--http", "127.0.0.1:\(Harness.freePort())",
+             "--photos-dir", Harness.repository + "/demo/photos", "--cache-dir", directory + "/cache"],
             in: directory)
         defer { recorder.reap() }
         let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline, ((try? JournalStore(directory: state).walkIDs())?.isEmpty ?? true) {
+        func photos() -> Int {
+            ((try? JournalStore(directory: state).walkIDs().first).flatMap { try? JournalStore(directory: state).read($0) })?
+                .photos.values.filter { $0.photo != nil }.count ?? 0
+        }
+        while Date() < deadline, photos() < 2 {
             try await Task.sleep(for: .milliseconds(100))
         }
-        try await Task.sleep(for: .seconds(2))
+        #expect(photos() >= 2, "photos were fetched and decoded")
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(recorder.pid)/task")) ?? []
         let threads = tasks.compactMap { try? String(contentsOfFile: "/proc/\(recorder.pid)/task/\($0)/comm", encoding: .utf8) }
             .map { $0.trimmingCharacters(in: .newlines) }

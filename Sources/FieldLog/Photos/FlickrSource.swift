@@ -182,7 +182,7 @@ public struct FlickrSource: PhotoSource {
         try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask { try await work() }
             group.addTask {
-                try await Task.sleep(nanoseconds: UInt64(max(timeout.nanoseconds, 0)))
+                try await sleepOnEventLoop(for: .nanoseconds(max(timeout.nanoseconds, 0)))
                 return nil
             }
             defer { group.cancelAll() }

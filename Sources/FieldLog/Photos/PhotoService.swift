@@ -175,7 +175,7 @@ public struct PhotoService: Service {
                 let delay = Double.random(in: backoff / 2...backoff)
                 activity.set(.backingOff(
                     milestone: item.milestone.index, reason: "\(error)", retry: Date().timeIntervalSince1970 + delay))
-                try? await Task.sleep(for: .seconds(delay))
+                try? await sleepOnEventLoop(for: .seconds(delay))
                 backoff = min(backoff * 2, maxBackoff)
             }
         }

@@ -25,7 +25,7 @@ public actor RequestBudget {
                 return
             }
             let wait = (1 - tokens) * 3600 / Double(perHour)
-            try? await Task.sleep(for: .seconds(wait))
+            try? await sleepOnEventLoop(for: .seconds(wait))
             if Task.isCancelled { return }
         }
     }

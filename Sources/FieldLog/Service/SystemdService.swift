@@ -42,7 +42,7 @@ public struct SystemdService: Service {
                     notifier.watchdog()
                 }
                 do {
-                    try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+                    try await cancelWhenGracefulShutdown { try await sleepOnEventLoop(for: interval) }
                 } catch {
                     return
                 }

@@ -74,7 +74,7 @@ public struct IsolatedThumbnailer: ThumbnailMaker {
             if clock.now >= deadline {
                 _ = csandbox_kill(pid)
                 // Reap it; SIGKILL cannot be ignored.
-                while csandbox_poll(pid, &code) == Int32(CSANDBOX_RUNNING) { try? await Task.sleep(for: .milliseconds(5)) }
+                while csandbox_poll(pid, &code) == Int32(CSANDBOX_RUNNING) { try? await sleepOnEventLoop(for: .milliseconds(5)) }
                 throw ThumbnailError(.crashed, "the decoder took longer than \(Int(limits.wallSeconds)) s")
             }
             // Cancellation (shutdown) must not leave the worker behind.
@@ -83,7 +83,7 @@ public struct IsolatedThumbnailer: ThumbnailMaker {
                 while csandbox_poll(pid, &code) == Int32(CSANDBOX_RUNNING) { usleep(1000) }
                 throw CancellationError()
             }
-            try? await Task.sleep(for: pause)
+            try? await sleepOnEventLoop(for: pause)
             pause = min(pause * 2, .milliseconds(50))
         }
         let text = String(decoding: try report.read(limit: 4096), as: UTF8.self)

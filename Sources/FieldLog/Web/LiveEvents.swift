@@ -103,7 +103,7 @@ final class LiveEvents: Sendable {
 
     private func poll() async {
         while !Task.isCancelled {
-            try? await Task.sleep(for: interval)
+            try? await sleepOnEventLoop(for: interval)
             guard !Task.isCancelled else { return }
             tick()
         }
