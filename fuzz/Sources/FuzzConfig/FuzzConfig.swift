@@ -1,4 +1,4 @@
-// fieldlog.conf's parser (ConfigFile, on Yams) on arbitrary text. Besides not crashing: an error names a
+// fieldlog.conf's parser (ConfigFile) on arbitrary text. Besides not crashing: an error names a
 // line of the file, and settings printed the way --check-config prints them (ConfigFile.quoted) read back
 // as the same settings.
 import Foundation
