@@ -99,18 +99,29 @@ public struct ConfigFile: Sendable, Equatable {
         }
     }
 
-    /// The colon that ends the key: the first one followed by a space, a tab or the end of the line.
-    private static func keyEnd(_ line: Substring) -> Substring.Index? {
-        var index = line.startIndex
-        while index < line.endIndex {
-            if line[index] == "#" && index > line.startIndex && [" ", "\t"].contains(line[line.index(before: index)]) {
-                return nil
+    /// What ends a plain key or value: a colon followed by a space, a tab or the end of the line, or a `#`
+    /// after a space or tab (a comment), whichever comes first.
+    private enum Mark { case colon, comment }
+
+    private static func firstMark(in text: Substring) -> (Mark, Substring.Index)? {
+        var index = text.startIndex
+        while index < text.endIndex {
+            let next = text.index(after: index)
+            if text[index] == "#" && index > text.startIndex && [" ", "\t"].contains(text[text.index(before: index)]) {
+                return (.comment, index)
             }
-            let next = line.index(after: index)
-            if line[index] == ":" && (next == line.endIndex || line[next] == " " || line[next] == "\t") { return index }
+            if text[index] == ":" && (next == text.endIndex || text[next] == " " || text[next] == "\t") {
+                return (.colon, index)
+            }
             index = next
         }
         return nil
+    }
+
+    /// The colon that ends the key.
+    private static func keyEnd(_ line: Substring) -> Substring.Index? {
+        guard let (mark, index) = firstMark(in: line), mark == .colon else { return nil }
+        return index
     }
 
     /// The value after a key's colon; nil for YAML's null (nothing, `~`, `null`).
@@ -144,17 +155,10 @@ public struct ConfigFile: Sendable, Equatable {
             throw error("not valid YAML: a value beginning with \(first) (quote the value)")
         default:
             var end = text.endIndex
-            var index = text.startIndex
-            while index < text.endIndex {
-                let next = text.index(after: index)
-                if text[index] == "#" && index > text.startIndex && [" ", "\t"].contains(text[text.index(before: index)]) {
-                    end = index
-                    break
-                }
-                if text[index] == ":" && (next == text.endIndex || text[next] == " " || text[next] == "\t") {
-                    throw error("not valid YAML: a colon and a space in a value (quote the value)")
-                }
-                index = next
+            switch firstMark(in: text) {
+            case (.colon, _)?: throw error("not valid YAML: a colon and a space in a value (quote the value)")
+            case let (.comment, index)?: end = index
+            case nil: break
             }
             let plain = String(text[..<end]).trimmingSpaces()
             if plain.contains("\t") { throw error("not valid YAML: a tab in a value (quote the value)") }
