@@ -10,7 +10,6 @@ struct FieldLogCommand: AsyncParsableCommand {
             """,
         subcommands: [
             Run.self, Tail.self, Status.self, Walks.self, Export.self, Star.self, Unstar.self, ThumbnailCommand.self,
-            PhotoWorkerCommand.self,
         ]
     )
 

@@ -3,9 +3,14 @@ import FieldLog
 import NIOCore
 import NIOPosix
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 if CommandLine.arguments.dropFirst().first == PhotoWorker.commandName {
-    // Started once for every photo: parsed and run at once, without event loops or Swift concurrency.
-    PhotoWorkerCommand.main(Array(CommandLine.arguments.dropFirst(2)))
+    // Started once for every photo: run at once, without argument parsing by reflection, event loops or Swift
+    // concurrency.
+    exit(PhotoWorker.main(Array(CommandLine.arguments.dropFirst(2))))
 } else {
     // Swift concurrency runs on SwiftNIO's event loop threads (which the live page's server and the Flickr
     // client use anyway) instead of libdispatch's worker pool: libdispatch, once started, wakes the process

@@ -46,6 +46,19 @@ private func rejection(_ body: () async throws -> Thumbnail) async -> ThumbnailE
     #expect(await rejection { try await worker.thumbnail(of: try fixture("a06_corrupt_dht.jpg")) }?.code == .corrupt)
 }
 
+@Test func workerRefusesArgumentsItDoesNotTake() async throws {
+    let directory = Harness.temporaryDirectory()
+    for (arguments, message) in [
+        (["--sise", "320"], "unknown argument '--sise'"), (["--size", "0"], "--size takes a positive number"),
+        (["--cpu"], "--cpu takes a positive number"), (["--size", "5000"], "--size is at most 4096"),
+    ] {
+        let outcome = try await fieldlog(["photo-worker"] + arguments, in: directory)
+        #expect(outcome.status == 2, "\(arguments)")
+        #expect(outcome.stderr.contains(message), "\(arguments): \(outcome.stderr)")
+        #expect(outcome.stdout.isEmpty)
+    }
+}
+
 @Test func largeProgressivePhotoIsRefusedWithinTheWorkersBudget() async throws {
     let photo = try fixture(largePhoto)
     let worker = IsolatedThumbnailer(executable: Harness.fieldlog, size: 320)

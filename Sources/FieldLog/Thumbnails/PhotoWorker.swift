@@ -130,6 +130,44 @@ public struct PhotoWorkerError: Error, CustomStringConvertible, Sendable {
 public enum PhotoWorker {
     public static let commandName = "photo-worker"
     static let errorBase = 10
+    /// Exit status for arguments the worker does not understand (only `fieldlog run` starts it).
+    static let usageStatus: Int32 = 2
+
+    /// `fieldlog photo-worker [--size N] [--address-space BYTES] [--decoder-memory BYTES] [--cpu SECONDS]
+    /// [--exif]`, read by hand: the worker starts once per photo, and swift-argument-parser's reflection
+    /// over the command's properties cost more CPU than decoding the photo (BENCHMARKS.md, section 7).
+    public static func main(_ arguments: [String]) -> Int32 {
+        let limits = PhotoWorkLimits()
+        var size = 320, addressSpace = limits.addressSpace, decoderMemory = limits.decoderMemory
+        var cpuSeconds = limits.cpuSeconds, exif = false
+        var rest = arguments[...]
+        while let name = rest.popFirst() {
+            if name == "--exif" {
+                exif = true
+                continue
+            }
+            guard ["--size", "--address-space", "--decoder-memory", "--cpu"].contains(name) else {
+                report("photo-worker: unknown argument '\(name)'")
+                return usageStatus
+            }
+            guard let text = rest.popFirst(), let value = Int(text), value > 0 else {
+                report("photo-worker: \(name) takes a positive number")
+                return usageStatus
+            }
+            switch name {
+            case "--size": size = value
+            case "--address-space": addressSpace = value
+            case "--decoder-memory": decoderMemory = value
+            default: cpuSeconds = value
+            }
+        }
+        guard size <= 4096 else {
+            report("photo-worker: --size is at most 4096")
+            return usageStatus
+        }
+        if exif { return runExif(addressSpace: addressSpace, cpuSeconds: cpuSeconds) }
+        return run(size: size, addressSpace: addressSpace, decoderMemory: decoderMemory, cpuSeconds: cpuSeconds)
+    }
 
     public static func run(size: Int, addressSpace: Int, decoderMemory: Int, cpuSeconds: Int) -> Int32 {
         // Limits first: nothing of the photo is read before they hold.
