@@ -79,20 +79,27 @@ def wait_rusage(proc, block=True):
     return proc.returncode, usage.ru_utime + usage.ru_stime
 
 
-def code_resident_kb(pid, binary):
-    """Resident KiB of the executable's code mapping (r-xp) in /proc/PID/smaps."""
-    total, inside = 0, False
+def resident_kb(pid, binary):
+    """Where a running process's resident memory is, in KiB, from /proc/PID/smaps: the executable's code
+    (r-xp), the rest of the executable (read-only data, Swift metadata, relocated data: the other mappings of
+    the file), shared libraries and other files, and anonymous memory (heap, stacks)."""
+    parts = dict.fromkeys(("code", "binary data", "libraries", "anonymous"), 0)
+    part = None
     try:
         with open(f"/proc/{pid}/smaps") as f:
             for line in f:
                 fields = line.split()
                 if "-" in fields[0] and len(fields) >= 5 and ":" in fields[3]:
-                    inside = fields[1] == "r-xp" and fields[-1] == binary
-                elif inside and line.startswith("Rss:"):
-                    total += int(fields[1])
+                    path = fields[5] if len(fields) >= 6 else ""
+                    if path == binary:
+                        part = "code" if fields[1] == "r-xp" else "binary data"
+                    else:
+                        part = "libraries" if path.startswith("/") else "anonymous"
+                elif line.startswith("Rss:"):
+                    parts[part] += int(fields[1])
     except OSError:
         return None
-    return total
+    return parts
 
 
 def last_fix_time(journal: Path):
@@ -176,7 +183,7 @@ def run_daemon(binary, capture, work, flickr):
     while (result := wait_rusage(proc, block=False)) is None:
         memory = memory_kb(proc.pid)
         if code_kb is None and samples and samples[-1][0] > 0.5:
-            code_kb = code_resident_kb(proc.pid, binary)
+            code_kb = (resident_kb(proc.pid, binary) or {}).get("code")
         journals = list(state.glob("*.jsonl"))
         walked = last_fix_time(journals[0]) if journals else None
         if memory:
@@ -376,7 +383,15 @@ def paced_section(binary, work, minutes, jpeg):
     results = {}
     # CPU and wake-ups when the first fix is journaled, so that start-up can be told from the steady state.
     at_first_fix = None
+    # Where the memory is, looked at every 10 s or so (reading smaps is not free): the last look is kept.
+    breakdown, looks = {}, 0
+    executables = {"photos": binary, "plain": binary, "gpxlogger": shutil.which("gpxlogger")}
     while len(results) < len(procs):
+        looks += 1
+        if looks % 20 == 0:
+            for name in ("plain", "gpxlogger"):
+                if name not in results and (parts := resident_kb(procs[name].pid, executables[name])):
+                    breakdown[name] = parts
         if at_first_fix is None and all((j := list(states[n].glob("*.jsonl"))) and last_fix_time(j[0])
                                         for n in states):
             at_first_fix = {name: (cpu_seconds(proc.pid), wakeups(proc.pid)) for name, proc in procs.items()}
@@ -440,6 +455,15 @@ def paced_section(binary, work, minutes, jpeg):
              f"{last['plain'][0] / 1024:.1f} MB, **{'met' if last['photos'][0] - last['plain'][0] <= 2048 else 'not met'}**. "
              f"Wake-ups per fix: {wake['plain'] / 3600:.1f} without photos, {wake['photos'] / 3600:.1f} with, "
              f"{wake['gpxlogger'] / 3600:.1f} for gpxlogger."]
+    if {"plain", "gpxlogger"} <= breakdown.keys():
+        def parts(name):
+            return ", ".join(f"{part} {kb / 1024:.1f}" for part, kb in breakdown[name].items())
+        text += ["", f"Where the resident memory is (MB, `/proc/PID/smaps`, the last look before the end): fieldlog "
+                 f"without photos: {parts('plain')}; gpxlogger: {parts('gpxlogger')}. \"code\" is the executable's "
+                 "r-xp mapping, \"binary data\" its other mappings (read-only data, Swift's metadata, data relocated at "
+                 "start), \"libraries\" every other file mapped (libc, libstdc++, libgps and what it links), "
+                 "\"anonymous\" heap and stacks. Only \"anonymous\" and what was written of \"binary data\" are private; "
+                 "the rest is the page cache's, shared and dropped under memory pressure."]
     return "\n".join(text) + "\n"
 
 
@@ -649,15 +673,23 @@ def startup_section(binary, work, reps, deb=None):
         helps.append(timed([binary, "--help"], 1)["wall"][0])
     gpsd.stop()
     size = Path(binary).stat().st_size
-    stripped = work / "fieldlog.stripped"
-    subprocess.run(["strip", "-o", str(stripped), binary], check=True)
+    if deb:
+        # The binary as shipped: deploy/build-deb strips it (and drops its unwind tables).
+        unpacked = work / "deb-root"
+        shutil.rmtree(unpacked, ignore_errors=True)
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(unpacked)], check=True)
+        stripped = unpacked / "usr/bin/fieldlog"
+    else:
+        stripped = work / "fieldlog.stripped"
+        subprocess.run(["strip", "-o", str(stripped), binary], check=True)
     text = ["### Start-up and size\n",
             f"{reps} starts against a fake gpsd on loopback that sends a fix every 10 ms; medians (min–max). "
             f"Machine: {machine()}.\n",
             "| measure | value |", "|---|---|",
             f"| `fieldlog run`: process start to the first fix in the journal (fsynced) | {spread([f * 1000 for f in firsts], '{:.0f}')} ms |",
             f"| `fieldlog --help` | {spread([h * 1000 for h in helps], '{:.0f}')} ms |",
-            f"| release binary (static Swift runtime), as built / stripped | {size / 1e6:.1f} MB / {stripped.stat().st_size / 1e6:.1f} MB |",
+            f"| release binary (static Swift runtime), as built / stripped{' as the .deb ships it' if deb else ''} | "
+            f"{size / 1e6:.1f} MB / {stripped.stat().st_size / 1e6:.1f} MB |",
             f"| gpxlogger binary, for scale | {Path(shutil.which('gpxlogger')).stat().st_size / 1e3:.0f} KB (+ libgps) |"]
     if deb:
         text.insert(-1, f"| the .deb (`deploy/build-deb` of this binary) | {Path(deb).stat().st_size / 1e6:.1f} MB |")
