@@ -720,9 +720,14 @@ def main():
     parser.add_argument("--out", default=str(HERE / "results"))
     parser.add_argument("--deb", help="the .deb deploy/build-deb made of --fieldlog, for its size")
     parser.add_argument("--jpeg", default=str(HERE.parent / "demo/photos/Bridge_by_Sander_Klootwijk.jpg"))
+    parser.add_argument("--paced-only", action="store_true",
+                        help="only the paced 1 Hz run (--paced-minutes long), printed, no files written")
     args = parser.parse_args()
     work, out = Path(args.work).resolve(), Path(args.out)
     work.mkdir(parents=True, exist_ok=True)
+    if args.paced_only:
+        print(paced_section(str(Path(args.fieldlog).resolve()), work, args.paced_minutes, Path(args.jpeg)))
+        return
     out.mkdir(parents=True, exist_ok=True)
     capture = work / f"walk-{args.hours:g}h.nmea"
     if not capture.exists():
