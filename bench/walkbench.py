@@ -385,11 +385,11 @@ def paced_section(binary, work, minutes, jpeg):
     at_first_fix = None
     # Where the memory is, looked at every 10 s or so (reading smaps is not free): the last look is kept.
     breakdown, looks = {}, 0
-    executables = {"photos": binary, "plain": binary, "gpxlogger": shutil.which("gpxlogger")}
+    executables = {"plain": binary, "gpxlogger": shutil.which("gpxlogger")}
     while len(results) < len(procs):
         looks += 1
         if looks % 20 == 0:
-            for name in ("plain", "gpxlogger"):
+            for name in executables:
                 if name not in results and (parts := resident_kb(procs[name].pid, executables[name])):
                     breakdown[name] = parts
         if at_first_fix is None and all((j := list(states[n].glob("*.jsonl"))) and last_fix_time(j[0])

@@ -50,8 +50,10 @@ struct LeanBinaryTests {
         defer { recorder.reap() }
         let deadline = Date().addingTimeInterval(30)
         func photos() -> Int {
-            ((try? JournalStore(directory: state).walkIDs().first).flatMap { try? JournalStore(directory: state).read($0) })?
-                .photos.values.filter { $0.photo != nil }.count ?? 0
+            guard let store = try? JournalStore(directory: state), let id = try? store.walkIDs().first,
+                let walk = try? store.read(id)
+            else { return 0 }
+            return walk.photos.values.filter { $0.photo != nil }.count
         }
         while Date() < deadline, photos() < 2 {
             try await Task.sleep(for: .milliseconds(100))
