@@ -49,10 +49,9 @@ struct LeanBinaryTests {
             in: directory)
         defer { recorder.reap() }
         let deadline = Date().addingTimeInterval(30)
+        let store = JournalStore(directory: state)
         func photos() -> Int {
-            guard let store = try? JournalStore(directory: state), let id = try? store.walkIDs().first,
-                let walk = try? store.read(id)
-            else { return 0 }
+            guard let id = try? store.walkIDs().first, let walk = try? store.read(id) else { return 0 }
             return walk.photos.values.filter { $0.photo != nil }.count
         }
         while Date() < deadline, photos() < 2 {
