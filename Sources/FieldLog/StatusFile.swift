@@ -9,12 +9,16 @@ import Glibc
 import NIOConcurrencyHelpers
 
 /// `status.json` in the state directory: what `fieldlog status` shows about the running recorder.
-/// Replaced whole (temp file + rename) so a reader never sees half of it; not synced, since it only
-/// describes the present. Replaced at once when the connection to gpsd, the walk or its milestones change,
-/// otherwise at most every 30 s: `fieldlog status` takes distance and milestones from the journal and
-/// corrects the age of the last fix by the journal's newer fixes, so a refresh only says the recorder is
-/// alive. Each replacement creates an inode on the SD card; at 1 Hz, replacing it every second cost more CPU
-/// than everything else the recorder does, and every 5 s still a seventh of it (bench/results/daemon.md).
+/// Not synced, since it only describes the present. Written at once when the connection to gpsd, the walk
+/// or its milestones change, otherwise at most every 30 s: `fieldlog status` takes distance and milestones
+/// from the journal and corrects the age of the last fix by the journal's newer fixes, so a refresh only
+/// says the recorder is alive.
+///
+/// Rewritten in place by one `pwrite` at offset 0, padded with spaces to the file's length so that it never
+/// shrinks (JSON allows trailing whitespace). Replacing it whole (temp file + rename) made ext4 write the new
+/// file out at once (`auto_da_alloc`): a sixth of the recorder's CPU at 1 Hz (BENCHMARKS.md section 7). In
+/// place it needs no new inode or block, so it also works on a full disk. A reader may catch a write half
+/// done, or a power cut may leave one: `read` tries again, and the recorder writes the file anew at start.
 public final class StatusFile: @unchecked Sendable {
     public enum GPSDState: String, Codable, Sendable {
         case connecting, connected, disconnected, stopped
@@ -64,6 +68,8 @@ public final class StatusFile: @unchecked Sendable {
     /// The last fix's GPS time, formatted into `contents` only when the file is written.
     private var lastFixTime: Double?
     private var lastWrite = 0.0
+    /// The file's length after this process's last whole write; nil before the first.
+    private var length: Int?
     private static let minimumInterval = 30.0
 
     public init(directory: String, gpsdAddress: String) {
@@ -73,9 +79,14 @@ public final class StatusFile: @unchecked Sendable {
             milestones: 0, lastFixTime: nil, lastFixWall: nil, updatedWall: Date().timeIntervalSince1970)
     }
 
+    /// The status, or nil when there is none or it cannot be read (read twice: a write may be under way).
     public static func read(directory: String) -> Contents? {
-        guard let data = FileManager.default.contents(atPath: directory + "/" + fileName) else { return nil }
-        return try? JSONDecoder().decode(Contents.self, from: data)
+        for attempt in 0..<2 {
+            if attempt > 0 { usleep(20_000) }
+            guard let data = FileManager.default.contents(atPath: directory + "/" + fileName) else { return nil }
+            if let contents = try? JSONDecoder().decode(Contents.self, from: data) { return contents }
+        }
+        return nil
     }
 
     /// The connection to gpsd and the system-clock time the last fix arrived, as now (not as last written).
@@ -120,17 +131,17 @@ public final class StatusFile: @unchecked Sendable {
         contents.updatedWall = now
         contents.lastFixTime = lastFixTime.map(Timestamp.format)
         lastWrite = now
-        guard let data = try? JSONEncoder().encode(contents) else { return }
-        // Best effort and not synced: status is informational and must never stop the recorder or wear
-        // the SD card. On a full disk the temporary file cannot be made; overwriting in place frees the old
-        // contents' blocks first, so that `fieldlog status` can still say what is wrong.
-        do {
-            try FileIO.replace(path, with: data, durable: false)
-        } catch {
-            let descriptor = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC)
-            guard descriptor >= 0 else { return }
-            _ = FileIO.writeAll(data, to: descriptor)
-            close(descriptor)
+        guard var bytes = try? Array(JSONEncoder().encode(contents)) else { return }
+        bytes.append(UInt8(ascii: "\n"))
+        // Best effort: status is informational and must never stop the recorder. A file left by an earlier
+        // run is cut to nothing first; after that, padding covers what a longer write left.
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (length == nil ? O_TRUNC : 0), 0o644)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        if let length, bytes.count < length {
+            bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: length - bytes.count))
         }
+        let written = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress!, $0.count, 0) }
+        if written > 0 { length = max(length ?? 0, written) }
     }
 }

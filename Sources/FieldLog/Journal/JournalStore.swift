@@ -35,9 +35,9 @@ public struct JournalStore: Sendable {
         }
     }
 
-    /// Removes the temporary files of whole-file replacements (`.NAME.PID.tmp`: status.json, walks.index)
-    /// that a crash or power cut left behind. Only the recorder calls it: a replacement may be under way in a
-    /// running recorder.
+    /// Removes the temporary files of whole-file replacements (`.NAME.PID.tmp`: walks.index; status.json
+    /// was replaced that way before it was written in place) that a crash or power cut left behind. Only the
+    /// recorder calls it: a replacement may be under way in a running recorder.
     public func removeLeftovers() {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
         for name in names where name.hasPrefix(".") && name.hasSuffix(".tmp") {

@@ -72,7 +72,9 @@ final class JournalWriter {
 
     /// Appends `line` to the journal of `walk`, or holds it while the storage fails.
     func append(_ line: String, to walk: String, isFix: Bool = false) {
-        var bytes = Array(line.utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(line.utf8.count + 1)
+        bytes.append(contentsOf: line.utf8)
         bytes.append(UInt8(ascii: "\n"))
         let line = Line(walk: walk, bytes: bytes, isFix: isFix)
         guard failing == nil else {
@@ -103,11 +105,11 @@ final class JournalWriter {
     // MARK: - Writing
 
     private func write(_ line: Line) throws(JournalError) {
-        var open = try file(for: line.walk)
-        try open.file.cutToLength()
-        try open.file.append(line: line.bytes)
-        open.unsynced.append(line)
-        files[line.walk] = open
+        let file = try file(for: line.walk).file
+        try file.cutToLength()
+        try file.append(line: line.bytes)
+        // In place: a copy of the entry would copy its unsynced lines on every fix.
+        files[line.walk]?.unsynced.append(line)
     }
 
     private func file(for walk: String) throws(JournalError) -> OpenFile {

@@ -91,15 +91,25 @@ struct DistanceEstimator: Sendable {
     /// Median of the last three Doppler reports within `speedGap`, the newest being `speed`; 0 below
     /// `movingSpeed`. A median lags a start and a stop by the same epoch, so they cancel.
     private func movingSpeed(endingWith speed: Double, at time: Double) -> Double {
-        var speeds = [speed]
+        // The two earlier reports, newest first; no array: this runs for every fix.
+        var earlier: (Double?, Double?) = (nil, nil)
         let since = time - Self.speedGap
-        for sample in samples.reversed() where speeds.count < 3 {
-            guard sample.time >= since, let earlier = sample.speed else { break }
-            speeds.append(earlier)
+        for sample in samples.reversed() {
+            guard sample.time >= since, let report = sample.speed else { break }
+            if earlier.0 == nil {
+                earlier.0 = report
+            } else {
+                earlier.1 = report
+                break
+            }
         }
-        speeds.sort()
+        let median: Double
+        switch earlier {
+        case let (first?, second?): median = max(min(speed, first), min(max(speed, first), second))
         // Two reports: the lower, so a single spike counts as nothing.
-        let median = speeds.count == 3 ? speeds[1] : speeds[0]
+        case let (first?, nil): median = min(speed, first)
+        default: median = speed
+        }
         return median >= Self.movingSpeed ? median : 0
     }
 

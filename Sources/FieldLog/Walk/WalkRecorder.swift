@@ -207,20 +207,20 @@ public final class WalkRecorder: @unchecked Sendable {
             endWalk()
             open(for: fix)
         }
-        guard var current = walk else { return }
-        let events = current.tracker.ingest(fix)
-        walk = current
+        guard let id = walk?.id else { return }
+        // In place: a copy of the walk would copy the tracker's recent fixes on every fix.
+        let events = walk!.tracker.ingest(fix)
         for event in events {
             switch event {
             case let .segment(segment):
-                writer.append(JournalCodec.encode(.segment(segment)), to: current.id)
+                writer.append(JournalCodec.encode(.segment(segment)), to: id)
             case let .point(point):
-                writer.append(JournalCodec.encode(.point(point)), to: current.id, isFix: true)
+                writer.append(JournalCodec.encode(.point(point)), to: id, isFix: true)
             case let .milestone(milestone):
-                writer.append(JournalCodec.encode(.milestone(milestone)), to: current.id)
+                writer.append(JournalCodec.encode(.milestone(milestone)), to: id)
                 sync()
                 logger.info("milestone \(milestone.index) at \(Int(milestone.distance)) m")
-                onMilestone?(milestone, current.id)
+                onMilestone?(milestone, id)
                 continue
             case let .rejected(_, reason):
                 logger.debug("fix dropped: \(reason)")
