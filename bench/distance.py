@@ -17,6 +17,7 @@ import argparse
 import json
 import math
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -98,16 +99,37 @@ def distance_filter(points, metres=10.0):
     return kept
 
 
-def run_fieldlog(binary, capture, work, cycle):
-    state = work / "state"
+def replay_into_fieldlog(binary, capture, work, cycle, state):
+    """One replay into `fieldlog run --once`; False if fieldlog never met gpsd. gpsfake replays on its own
+    clock: on a busy machine a short capture can be over before fieldlog connects, and `--once` then waits
+    for a gpsd that will not come back."""
     shutil.rmtree(state, ignore_errors=True)
     gpsfake, port = start_gpsfake(capture, work, cycle=cycle)
     proc = subprocess.Popen([str(binary), "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", str(state),
                              "--cache-dir", str(work / "cache")],
                             env={"FIELDLOG_CONFIG": "/dev/null", "PATH": "/usr/bin:/bin"},
                             stderr=open(work / "fieldlog.log", "wb"))
-    wait_rusage(proc)
+    gone = None
+    while wait_rusage(proc, block=False) is None:
+        if gpsfake.poll() is not None:
+            gone = gone or time.monotonic()
+            if time.monotonic() - gone > 20:
+                proc.send_signal(signal.SIGINT)
+                wait_rusage(proc)
+                return False
+        time.sleep(0.1)
     stop(gpsfake)
+    return True
+
+
+def run_fieldlog(binary, capture, work, cycle):
+    state = work / "state"
+    for attempt in range(3):
+        if replay_into_fieldlog(binary, capture, work, cycle, state):
+            break
+        print(f"{capture.name}: the replay ended before fieldlog connected; again", file=sys.stderr)
+    else:
+        sys.exit(f"{capture.name}: fieldlog never met gpsd in 3 replays")
     records = []
     for journal in sorted(state.glob("*.jsonl")):
         records += [json.loads(line) for line in journal.read_bytes().splitlines() if line.strip()]
