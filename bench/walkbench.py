@@ -89,10 +89,11 @@ def wait_rusage(proc, block=True):
     return proc.returncode, usage.ru_utime + usage.ru_stime
 
 
-def resident_kb(pid, binary):
+def resident_kb(pid, binary, field="Rss:"):
     """Where a running process's resident memory is, in KiB, from /proc/PID/smaps: the executable's code
     (r-xp), the rest of the executable (read-only data, Swift metadata, relocated data: the other mappings of
-    the file), shared libraries and other files, and anonymous memory (heap, stacks)."""
+    the file), shared libraries and other files, and anonymous memory (heap, stacks). With field="Referenced:",
+    only the pages touched since the process's /proc/PID/clear_refs was last written."""
     parts = dict.fromkeys(("code", "binary data", "libraries", "anonymous"), 0)
     part = None
     try:
@@ -105,11 +106,32 @@ def resident_kb(pid, binary):
                         part = "code" if fields[1] == "r-xp" else "binary data"
                     else:
                         part = "libraries" if path.startswith("/") else "anonymous"
-                elif line.startswith("Rss:"):
+                elif line.startswith(field):
                     parts[part] += int(fields[1])
     except OSError:
         return None
     return parts
+
+
+def swift_floor_kb(work):
+    """Where the resident memory of the smallest static Swift program is (it prints, then sleeps), linked as
+    scripts/build-release links fieldlog: what any program on the static Swift runtime starts with. None
+    without swiftc."""
+    source, program = work / "floor.swift", work / "floor"
+    source.write_text("import Glibc\nprint(\"up\")\nfflush(stdout)\nsleep(30)\n")
+    try:
+        subprocess.run(["swiftc", "-Osize", "-static-stdlib", "-use-ld=lld", "-Xlinker", "-z", "-Xlinker",
+                        "pack-relative-relocs", str(source), "-o", str(program)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    proc = subprocess.Popen([str(program)], stdout=subprocess.PIPE)
+    try:
+        proc.stdout.readline()
+        return resident_kb(proc.pid, str(program))
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def last_fix_time(journal: Path):
@@ -361,6 +383,10 @@ def worker_cpu_ms(binary, jpeg, count=20):
     return statistics.median(times)
 
 
+# Looks (one every 0.5 s, plus the time each takes) in a window of the working-set measure: about a minute.
+WINDOW_LOOKS = 120
+
+
 def paced_section(binary, work, minutes, jpeg):
     """fieldlog with photos from the fake Flickr, fieldlog with no photo source, and gpxlogger, all on one
     gpsd fed in real time: one fix a second. The fast replay hides what fieldlog does per second of its own
@@ -398,13 +424,27 @@ def paced_section(binary, work, minutes, jpeg):
     at_first_fix = None
     # Where the memory is, looked at every 10 s or so (reading smaps is not free): the last look is kept.
     breakdown, looks = {}, 0
-    executables = {"plain": binary, "gpxlogger": shutil.which("gpxlogger")}
+    executables = {"photos": binary, "plain": binary, "gpxlogger": shutil.which("gpxlogger")}
+    # The working set: the pages each process touched in a window of WINDOW_LOOKS looks (the accessed bits,
+    # cleared through /proc/PID/clear_refs at the window's start); the last whole window is kept.
+    touched, window_start = {}, {}
     while len(results) < len(procs):
         looks += 1
         if looks % 20 == 0:
             for name in executables:
                 if name not in results and (parts := resident_kb(procs[name].pid, executables[name])):
                     breakdown[name] = parts
+        if at_first_fix is not None and looks % WINDOW_LOOKS == 0:
+            for name in executables:
+                if name in results:
+                    continue
+                if name in window_start and (parts := resident_kb(procs[name].pid, executables[name], "Referenced:")):
+                    touched[name] = (parts, time.monotonic() - window_start[name])
+                try:
+                    Path(f"/proc/{procs[name].pid}/clear_refs").write_text("1")
+                    window_start[name] = time.monotonic()
+                except OSError:
+                    pass
         if at_first_fix is None and all((j := list(states[n].glob("*.jsonl"))) and last_fix_time(j[0])
                                         for n in states):
             at_first_fix = {name: (cpu_seconds(proc.pid), wakeups(proc.pid)) for name, proc in procs.items()}
@@ -483,6 +523,22 @@ def paced_section(binary, work, minutes, jpeg):
                  "start), \"libraries\" every other file mapped (libc, libstdc++, libgps and what it links), "
                  "\"anonymous\" heap and stacks. Only \"anonymous\" and what was written of \"binary data\" are private; "
                  "the rest is the page cache's, shared and dropped under memory pressure."]
+        if floor := swift_floor_kb(work):
+            text[-1] += (f" For scale, the smallest static Swift program (it prints a line and sleeps; built and "
+                         f"measured here, `swift_floor_kb`): {sum(floor.values()) / 1024:.1f} MB, of it "
+                         + ", ".join(f"{part} {kb / 1024:.1f}" for part, kb in floor.items()) + ".")
+    if {"plain", "gpxlogger"} <= touched.keys():
+        def used(name):
+            parts = touched[name][0]
+            return (f"{sum(parts.values()) / 1024:.1f} MB ("
+                    + ", ".join(f"{part} {kb / 1024:.1f}" for part, kb in parts.items()) + ")")
+        seconds = min(seconds for _, seconds in touched.values())
+        text += ["", f"What each process touched in {seconds:.0f} s of recording (its working set: the pages "
+                 "whose accessed bit was set again after /proc/PID/clear_refs cleared them all; smaps' \"Referenced\", "
+                 f"the last whole window before the end): fieldlog without photos {used('plain')}; with photos "
+                 f"{used('photos') if 'photos' in touched else '–'}; gpxlogger {used('gpxlogger')}. Resident pages outside it were touched only "
+                 "before (start-up, a photo): the kernel keeps them while memory is free and drops the file-backed "
+                 "ones first when it is not."]
     return "\n".join(text) + "\n"
 
 
