@@ -113,10 +113,15 @@ def resident_kb(pid, binary, field="Rss:"):
     return parts
 
 
+def mb_parts(parts):
+    """resident_kb's parts as text: "code 5.4, binary data 3.2, ..." (MB)."""
+    return ", ".join(f"{part} {kb / 1024:.1f}" for part, kb in parts.items())
+
+
 def swift_floor_kb(work):
-    """Where the resident memory of the smallest static Swift program is (it prints, then sleeps), linked as
-    scripts/build-release links fieldlog: what any program on the static Swift runtime starts with. None
-    without swiftc."""
+    """Where the resident memory of the smallest static Swift program is (it prints, then sleeps), with the
+    static Swift runtime, lld and packed relocations as in fieldlog's release link: what any program on that
+    runtime starts with. None without swiftc."""
     source, program = work / "floor.swift", work / "floor"
     source.write_text("import Glibc\nprint(\"up\")\nfflush(stdout)\nsleep(30)\n")
     try:
@@ -425,13 +430,14 @@ def paced_section(binary, work, minutes, jpeg):
     # Where the memory is, looked at every 10 s or so (reading smaps is not free): the last look is kept.
     breakdown, looks = {}, 0
     executables = {"photos": binary, "plain": binary, "gpxlogger": shutil.which("gpxlogger")}
+    broken_down = ("plain", "gpxlogger")
     # The working set: the pages each process touched in a window of WINDOW_LOOKS looks (the accessed bits,
     # cleared through /proc/PID/clear_refs at the window's start); the last whole window is kept.
     touched, window_start = {}, {}
     while len(results) < len(procs):
         looks += 1
         if looks % 20 == 0:
-            for name in executables:
+            for name in broken_down:
                 if name not in results and (parts := resident_kb(procs[name].pid, executables[name])):
                     breakdown[name] = parts
         if at_first_fix is not None and looks % WINDOW_LOOKS == 0:
@@ -514,11 +520,9 @@ def paced_section(binary, work, minutes, jpeg):
              f"{last['plain'][0] / 1024:.1f} MB, **{'met' if last['photos'][0] - last['plain'][0] <= 2048 else 'not met'}**. "
              f"Wake-ups per fix: {wake['plain'] / 3600:.1f} without photos, {wake['photos'] / 3600:.1f} with, "
              f"{wake['gpxlogger'] / 3600:.1f} for gpxlogger."]
-    if {"plain", "gpxlogger"} <= breakdown.keys():
-        def parts(name):
-            return ", ".join(f"{part} {kb / 1024:.1f}" for part, kb in breakdown[name].items())
+    if set(broken_down) <= breakdown.keys():
         text += ["", f"Where the resident memory is (MB, `/proc/PID/smaps`, the last look before the end): fieldlog "
-                 f"without photos: {parts('plain')}; gpxlogger: {parts('gpxlogger')}. \"code\" is the executable's "
+                 f"without photos: {mb_parts(breakdown['plain'])}; gpxlogger: {mb_parts(breakdown['gpxlogger'])}. \"code\" is the executable's "
                  "r-xp mapping, \"binary data\" its other mappings (read-only data, Swift's metadata, data relocated at "
                  "start), \"libraries\" every other file mapped (libc, libstdc++, libgps and what it links), "
                  "\"anonymous\" heap and stacks. Only \"anonymous\" and what was written of \"binary data\" are private; "
@@ -526,12 +530,11 @@ def paced_section(binary, work, minutes, jpeg):
         if floor := swift_floor_kb(work):
             text[-1] += (f" For scale, the smallest static Swift program (it prints a line and sleeps; built and "
                          f"measured here, `swift_floor_kb`): {sum(floor.values()) / 1024:.1f} MB, of it "
-                         + ", ".join(f"{part} {kb / 1024:.1f}" for part, kb in floor.items()) + ".")
+                         f"{mb_parts(floor)}.")
     if {"plain", "gpxlogger"} <= touched.keys():
         def used(name):
             parts = touched[name][0]
-            return (f"{sum(parts.values()) / 1024:.1f} MB ("
-                    + ", ".join(f"{part} {kb / 1024:.1f}" for part, kb in parts.items()) + ")")
+            return f"{sum(parts.values()) / 1024:.1f} MB ({mb_parts(parts)})"
         seconds = min(seconds for _, seconds in touched.values())
         text += ["", f"What each process touched in {seconds:.0f} s of recording (its working set: the pages "
                  "whose accessed bit was set again after /proc/PID/clear_refs cleared them all; smaps' \"Referenced\", "
