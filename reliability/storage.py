@@ -7,7 +7,7 @@ Replays one generated walk (bench/walk.py) through a private gpsd (gpsfake) into
 first on healthy storage (the control), then N times per fault, each time with the fault switched on at a
 random moment and off again some seconds later:
 
-  enospc   every write(2) fails with ENOSPC (libfiu in the running process, fiu-ctrl to switch)
+  enospc   every write(2) fails with ENOSPC (libfiu in the running process, switched over its control FIFOs)
   eio      a third of write(2) and fsync(2) calls fail with EIO
   erofs    every write(2) fails with EROFS (a card that turned read-only)
   tmpfs    a real full disk: the state directory on a 1 MiB tmpfs in a private mount namespace, filled by
@@ -16,6 +16,10 @@ random moment and off again some seconds later:
 
 After each trial the journal is compared with the control: fixes and milestones lost, duplicated or
 corrupt, and whether the process ever exited early. Prints one table row per fault.
+
+A trial whose fieldlog is still running long after its replay (or whose fault switch gets no answer) is
+counted as exiting early: what its threads were waiting in goes to standard error, and it is killed. The
+suite ends either way; it never waits for ever.
 """
 import argparse
 import json
@@ -27,6 +31,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -37,6 +42,45 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def fault_control(pid, commands, timeout=10.0):
+    """Sends libfiu remote-control `commands` to `pid` in one session on its FIFOs (what fiu-ctrl does, but
+    fiu-ctrl opens one session per command, back to back, and blocks for ever if a reply never comes).
+    Returns the replies ("0" for done), or None if the process did not answer within `timeout` s."""
+    base = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"fiu-ctrl-{pid}")
+    replies = []
+
+    def session():
+        # libfiu's control thread opens .in, then .out, reads commands until .in is closed, one reply each.
+        with open(base + ".in", "w") as requests:
+            requests.write("".join(command + "\n" for command in commands))
+        with open(base + ".out") as answers:
+            for _ in commands:
+                replies.append(answers.readline().strip())
+
+    thread = threading.Thread(target=session, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return None if thread.is_alive() else replies
+
+
+def describe_threads(pid):
+    """Each thread of `pid`: name, state and the kernel function it waits in (for a trial that hangs)."""
+    lines = []
+    try:
+        for tid in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
+            task = f"/proc/{pid}/task/{tid}"
+            try:
+                name = open(f"{task}/comm").read().strip()
+                state = open(f"{task}/stat").read().rsplit(")", 1)[1].split()[0]
+                wchan = open(f"{task}/wchan").read().strip() or "-"
+            except OSError:
+                continue
+            lines.append(f"    thread {tid} {name}: state {state}, waiting in {wchan}")
+    except OSError as error:
+        lines.append(f"    cannot list threads: {error}")
+    return "\n".join(lines)
 
 
 def journal(state):
@@ -63,13 +107,14 @@ def journal(state):
 
 
 class Trial:
-    def __init__(self, fieldlog, capture, work, delay):
+    def __init__(self, fieldlog, capture, work, delay, deadline):
         self.fieldlog, self.capture, self.work, self.delay = fieldlog, capture, work, delay
+        self.deadline = deadline
 
     def gpsfake(self, port):
         return subprocess.Popen(
             ["gpsfake", "-1", "-p", "-q", "-c", str(self.delay), "-P", str(port), self.capture],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
     def run(self, state, fault=None, on_at=0.0, off_at=0.0):
         """Records the walk into `state` with `fault` switched on `on_at` s and off `off_at` s after start.
@@ -90,7 +135,8 @@ class Trial:
                 f"do sleep 0.05; done; sleep {off_at}; rm -f {state}/.filler; wait $pid; status=$?; "
                 f"cp -a {state} {state}.out; exit $status")
             command = ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh"] + command
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, env=env)
+        # A session of its own, so that a trial that hangs is killed whole (unshare's sh and its fieldlog).
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, env=env, start_new_session=True)
         points = {
             "enospc": ["name=posix/io/rw/write,failinfo=28"],
             "erofs": ["name=posix/io/rw/write,failinfo=30"],
@@ -99,7 +145,10 @@ class Trial:
         start = None
         state_on = False
         switched = False
+        began = time.monotonic()
         while process.poll() is None:
+            if time.monotonic() - began > self.deadline:
+                return self.hung(process, gpsd, f"still running {self.deadline:.0f} s after it started")
             # Times count from the walk's journal appearing: gpsd is connected then, and libgps writes to its
             # socket only while connecting.
             if start is None:
@@ -111,23 +160,44 @@ class Trial:
                 start = start or time.monotonic()
             now = time.monotonic() - start
             if points and not state_on and not switched and now >= on_at:
-                for point in points:
-                    command = "enable_random " + point if "probability" in point else "enable " + point
-                    subprocess.run(["fiu-ctrl", "-c", command, str(process.pid)], check=False)
+                commands = [("enable_random " if "probability" in point else "enable ") + point for point in points]
+                if fault_control(process.pid, commands) is None:
+                    return self.hung(process, gpsd, "libfiu's control thread did not answer 'enable'")
                 state_on = True
             if points and state_on and now >= off_at:
-                for point in points:
-                    subprocess.run(["fiu-ctrl", "-c", "disable " + point.split(",")[0], str(process.pid)], check=False)
+                if fault_control(process.pid, ["disable " + point.split(",")[0] for point in points]) is None:
+                    return self.hung(process, gpsd, "libfiu's control thread did not answer 'disable'")
                 state_on, switched = False, True
             if fault == "removed" and not switched and now >= on_at and os.path.isdir(state):
                 shutil.rmtree(state, ignore_errors=True)
                 switched = True
             time.sleep(0.05)
-        gpsd.wait()
+        try:
+            gpsd.wait(timeout=self.deadline)
+        except subprocess.TimeoutExpired:
+            gpsd.kill()
+            gpsd.wait()
         if fault == "tmpfs" and os.path.isdir(state + ".out"):
             shutil.rmtree(state)
             os.rename(state + ".out", state)
         return process.returncode, switched or fault == "tmpfs"
+
+    def hung(self, process, gpsd, why):
+        """Reports a trial that hangs (with where fieldlog's threads wait), ends it, and counts it as early."""
+        print(f"  trial hung: fieldlog {why}; its threads:\n{describe_threads(process.pid)}", file=sys.stderr)
+        for child in (process, gpsd):
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            child.kill()
+            child.wait()
+        for end in (".in", ".out"):  # libfiu's FIFOs, which its atexit would have removed
+            try:
+                os.unlink(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"fiu-ctrl-{process.pid}{end}"))
+            except OSError:
+                pass
+        return -1, False
 
 
 def main():
@@ -136,13 +206,15 @@ def main():
     parser.add_argument("--trials", type=int, default=5, help="trials per fault (default 5)")
     parser.add_argument("--minutes", type=float, default=10, help="length of the generated walk (default 10)")
     parser.add_argument("--faults", default="enospc,eio,erofs,tmpfs,removed")
+    parser.add_argument("--deadline", type=float, default=300,
+                        help="seconds a trial may run before it counts as hung (default 300; a replay takes ~15)")
     arguments = parser.parse_args()
     random.seed(7)
     work = tempfile.mkdtemp(prefix="fieldlog-storage-")
     capture = os.path.join(work, "walk.nmea")
     subprocess.run([sys.executable, os.path.join(REPO, "bench/walk.py"), str(arguments.minutes / 60), capture], check=True)
     delay = 0.01
-    trial = Trial(os.path.abspath(arguments.fieldlog), capture, work, delay)
+    trial = Trial(os.path.abspath(arguments.fieldlog), capture, work, delay, arguments.deadline)
     control_state = os.path.join(work, "control")
     started = time.monotonic()
     status, _ = trial.run(control_state)

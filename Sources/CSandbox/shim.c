@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,18 +77,21 @@ int csandbox_kill(pid_t pid) {
 }
 
 static int signal_pipe_write = -1;
+static int signal_pipe_read = -1;
 
 static void write_signal(int signal) {
     int saved = errno;  // a handler must leave errno as it found it
     unsigned char byte = (unsigned char)signal;
-    (void)write(signal_pipe_write, &byte, 1);  // non-blocking: a full pipe drops the byte, never blocks
+    // Non-blocking: a full buffer drops the byte, never blocks. MSG_NOSIGNAL: once the reader has shut its
+    // side down, a late signal gets EPIPE, not SIGPIPE.
+    (void)send(signal_pipe_write, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
     errno = saved;
 }
 
 int csandbox_signal_pipe(const int *signals, int count) {
     int ends[2];
-    if (pipe2(ends, O_CLOEXEC) != 0) return -errno;
-    if (fcntl(ends[1], F_SETFL, O_NONBLOCK) != 0) return -errno;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) return -errno;
+    signal_pipe_read = ends[0];
     signal_pipe_write = ends[1];
     struct sigaction action = {0};
     action.sa_handler = write_signal;
@@ -99,7 +103,8 @@ int csandbox_signal_pipe(const int *signals, int count) {
     return ends[0];
 }
 
-void csandbox_signal_pipe_wake(void) {
-    unsigned char zero = 0;
-    if (signal_pipe_write >= 0) (void)write(signal_pipe_write, &zero, 1);
+void csandbox_signal_pipe_shutdown(void) {
+    // Not a write: a wake-up byte could be lost to a failing write(2) (libfiu's storage faults fail them
+    // all), and the reader would wait for ever. shutdown(2) on its own end ends a blocked read with 0.
+    if (signal_pipe_read >= 0) (void)shutdown(signal_pipe_read, SHUT_RD);
 }

@@ -32,11 +32,11 @@ int csandbox_poll(pid_t pid, int *code);
 /// Sends SIGKILL to `pid`.
 int csandbox_kill(pid_t pid);
 
-/// Makes each of the `count` signals write its number, as one byte, to a pipe instead of its default action,
-/// and returns the pipe's read end (close-on-exec). A thread that reads it waits for a
-/// signal without libdispatch or a periodic wake-up. Once per process.
+/// Makes each of the `count` signals write its number, as one byte, to a socket pair instead of its default
+/// action, and returns the end to read (close-on-exec). A thread that reads it waits for a signal without
+/// libdispatch or a periodic wake-up. Once per process.
 int csandbox_signal_pipe(const int *signals, int count);
-/// Writes a 0 byte to that pipe: wakes its reader without a signal.
-void csandbox_signal_pipe_wake(void);
+/// Shuts the reading end down: a read waiting on it (or any later one) returns 0, as for no signal.
+void csandbox_signal_pipe_shutdown(void);
 
 #endif

@@ -23,10 +23,8 @@ public enum ShutdownSignals {
         guard descriptor >= 0 else { throw Failure(number: -descriptor) }
         let thread = NIOThreadPool(numberOfThreads: 1)
         thread.start()
-        defer {
-            close(descriptor)
-            thread.shutdownGracefully { _ in }
-        }
+        // The socket pair stays open: a signal may still come, and its handler writes to it.
+        defer { thread.shutdownGracefully { _ in } }
         let received = try? await withTaskCancellationHandler {
             try await thread.runIfActive { () -> Int32 in
                 var byte: UInt8 = 0
@@ -34,7 +32,7 @@ public enum ShutdownSignals {
                 return Int32(byte)
             }
         } onCancel: {
-            csandbox_signal_pipe_wake()
+            csandbox_signal_pipe_shutdown()
         }
         guard let received, received != 0 else { return nil }
         return received
