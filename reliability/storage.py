@@ -17,7 +17,7 @@ random moment and off again some seconds later:
 After each trial the journal is compared with the control: fixes and milestones lost, duplicated or
 corrupt, and whether the process ever exited early. Prints one table row per fault.
 
-A trial whose fieldlog is still running long after its replay (or whose fault switch gets no answer) is
+A trial whose fieldlog is still running long after its replay (or whose fault libfiu does not switch) is
 counted as exiting early: what its threads were waiting in goes to standard error, and it is killed. The
 suite ends either way; it never waits for ever.
 """
@@ -44,11 +44,16 @@ def free_port():
         return s.getsockname()[1]
 
 
+def fault_fifos(pid):
+    """The path, without ".in" or ".out", of the control FIFOs libfiu made for `pid` (as fiu-run names them)."""
+    return os.path.join(os.environ.get("TMPDIR", "/tmp"), f"fiu-ctrl-{pid}")
+
+
 def fault_control(pid, commands, timeout=10.0):
     """Sends libfiu remote-control `commands` to `pid` in one session on its FIFOs (what fiu-ctrl does, but
     fiu-ctrl opens one session per command, back to back, and blocks for ever if a reply never comes).
-    Returns the replies ("0" for done), or None if the process did not answer within `timeout` s."""
-    base = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"fiu-ctrl-{pid}")
+    Returns whether every command was done ("0" replied) within `timeout` s."""
+    base = fault_fifos(pid)
     replies = []
 
     def session():
@@ -62,7 +67,17 @@ def fault_control(pid, commands, timeout=10.0):
     thread = threading.Thread(target=session, daemon=True)
     thread.start()
     thread.join(timeout)
-    return None if thread.is_alive() else replies
+    return not thread.is_alive() and replies == ["0"] * len(commands)
+
+
+def end(child):
+    """Kills `child`, started in a session of its own, with everything it started (gpsfake's gpsd, unshare's
+    fieldlog), and reaps it."""
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    child.wait()
 
 
 def describe_threads(pid):
@@ -148,7 +163,7 @@ class Trial:
         began = time.monotonic()
         while process.poll() is None:
             if time.monotonic() - began > self.deadline:
-                return self.hung(process, gpsd, f"still running {self.deadline:.0f} s after it started")
+                return self.abandon(process, gpsd, f"fieldlog still running {self.deadline:.0f} s after it started")
             # Times count from the walk's journal appearing: gpsd is connected then, and libgps writes to its
             # socket only while connecting.
             if start is None:
@@ -161,12 +176,12 @@ class Trial:
             now = time.monotonic() - start
             if points and not state_on and not switched and now >= on_at:
                 commands = [("enable_random " if "probability" in point else "enable ") + point for point in points]
-                if fault_control(process.pid, commands) is None:
-                    return self.hung(process, gpsd, "libfiu's control thread did not answer 'enable'")
+                if not fault_control(process.pid, commands):
+                    return self.abandon(process, gpsd, "libfiu did not switch the fault on")
                 state_on = True
             if points and state_on and now >= off_at:
-                if fault_control(process.pid, ["disable " + point.split(",")[0] for point in points]) is None:
-                    return self.hung(process, gpsd, "libfiu's control thread did not answer 'disable'")
+                if not fault_control(process.pid, ["disable " + point.split(",")[0] for point in points]):
+                    return self.abandon(process, gpsd, "libfiu did not switch the fault off")
                 state_on, switched = False, True
             if fault == "removed" and not switched and now >= on_at and os.path.isdir(state):
                 shutil.rmtree(state, ignore_errors=True)
@@ -175,26 +190,21 @@ class Trial:
         try:
             gpsd.wait(timeout=self.deadline)
         except subprocess.TimeoutExpired:
-            gpsd.kill()
-            gpsd.wait()
+            end(gpsd)
         if fault == "tmpfs" and os.path.isdir(state + ".out"):
             shutil.rmtree(state)
             os.rename(state + ".out", state)
         return process.returncode, switched or fault == "tmpfs"
 
-    def hung(self, process, gpsd, why):
-        """Reports a trial that hangs (with where fieldlog's threads wait), ends it, and counts it as early."""
-        print(f"  trial hung: fieldlog {why}; its threads:\n{describe_threads(process.pid)}", file=sys.stderr)
-        for child in (process, gpsd):
+    def abandon(self, process, gpsd, why):
+        """Reports a trial that cannot go on (with where fieldlog's threads wait), ends it, and counts it as
+        exiting early."""
+        print(f"  trial abandoned: {why}; fieldlog's threads:\n{describe_threads(process.pid)}", file=sys.stderr)
+        end(process)
+        end(gpsd)
+        for suffix in (".in", ".out"):  # libfiu's FIFOs, which its atexit would have removed
             try:
-                os.killpg(child.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            child.kill()
-            child.wait()
-        for end in (".in", ".out"):  # libfiu's FIFOs, which its atexit would have removed
-            try:
-                os.unlink(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"fiu-ctrl-{process.pid}{end}"))
+                os.unlink(fault_fifos(process.pid) + suffix)
             except OSError:
                 pass
         return -1, False

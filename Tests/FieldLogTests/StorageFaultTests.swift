@@ -154,10 +154,7 @@ struct StorageFaultTests {
     /// its signal-waiting thread at exit with a one-byte write: lost, and the process never ended (CI hung
     /// in reliability/storage.py's EIO trial). Ended with shutdown(2) now, it exits when the replay does.
     @Test func aRecorderWhoseEveryWriteFailsStillEndsWithTheReplay() async throws {
-        var walk = SyntheticWalk()
-        walk.add([.walk(seconds: 60, speed: 1.4, turn: 0.03)])
-        let capture = directory + "/minute.nmea"
-        try walk.write(to: capture)
+        let capture = try walkCapture()
         let state = directory + "/every-write-fails"
         let gpsd = try await GPSFake(capture: capture, delay: 0.01, in: directory)
         let recorder = try Child(
