@@ -10,6 +10,7 @@ its other mappings, libraries, anonymous memory) and the processes are stopped. 
 rebuilding it: each path is measured as it is when this runs.
 """
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -52,7 +53,9 @@ def main():
         for index, (binary, recorder) in enumerate(zip(binaries, recorders)):
             parts = walkbench.resident_kb(recorder.pid, binary)
             journal = next((work / str(index) / "state").glob("*.jsonl"), None)
-            photos = sum('"type":"photo"' in line for line in open(journal)) if journal else 0
+            # Whole lines only: the recorder may be appending one.
+            records = [json.loads(line) for line in open(journal) if line.endswith("\n")] if journal else []
+            photos = sum(r["type"] == "photo" and r.get("status") == "found" for r in records)
             total = sum(parts.values()) / 1024 if parts else float("nan")
             print(f"  {binary}: resident {total:.1f} ({walkbench.mb_parts(parts) if parts else 'ended'}); "
                   f"photos {photos}")
