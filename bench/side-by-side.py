@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Several fieldlog builds and gpxlogger side by side on one 1 Hz replay: CPU, wake-ups and resident memory.
 
-    bench/side-by-side.py BINARY [BINARY ...] [--seconds 300] [--photos]
+    bench/side-by-side.py BINARY [BINARY ...] [--seconds 300] [--photos | --both] [--cold]
 
 For a change to the recorder or its link: each BINARY records the same generated walk, all at once with
 gpxlogger on one gpsd fed one fix a second, with no photo source (or with --photos, from bench/fake_flickr.py on
-loopback). Printed for each: CPU seconds per walked hour after start-up (from the moment every fieldlog has
+loopback; with --both, each BINARY twice, without photos and with them). Printed for each: CPU seconds per walked hour after start-up (from the moment every fieldlog has
 journaled its first fix to the end, the run time of its threads), wake-ups per fix over the same span
 (voluntary context switches), and after --seconds where its resident memory is (walkbench.resident_kb: the
 executable's code, its other mappings, libraries, anonymous memory). Copy a binary before rebuilding it: each
@@ -37,14 +37,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("binaries", nargs="+")
     parser.add_argument("--seconds", type=float, default=300)
-    parser.add_argument("--photos", action="store_true")
+    photos = parser.add_mutually_exclusive_group()
+    photos.add_argument("--photos", action="store_true", help="each binary fetches photos from the fake Flickr")
+    photos.add_argument("--both", action="store_true", help="each binary twice: without photos, then with them")
     parser.add_argument("--cold", action="store_true", help="executables out of the page cache, readahead off")
     args = parser.parse_args()
     binaries = [os.path.abspath(b) for b in args.binaries]
     work = Path(tempfile.mkdtemp(prefix="fieldlog-side-by-side."))
     capture = work / "walk.nmea"
     subprocess.run([sys.executable, str(HERE / "walk.py"), str((args.seconds + 60) / 3600), str(capture)], check=True)
-    flickr = FakeFlickr(HERE.parent / "demo/photos/Bridge_by_Sander_Klootwijk.jpg") if args.photos else None
+    # (binary, fetches photos), in the order printed.
+    runs = [(b, p) for b in binaries for p in ((False, True) if args.both else (args.photos,))]
+    flickr = FakeFlickr(HERE.parent / "demo/photos/Bridge_by_Sander_Klootwijk.jpg") if args.photos or args.both else None
     photo_args = ["--flickr-endpoint", flickr.endpoint, "--flickr-rate", "100000000"] if flickr else []
     gpsfake, port = walkbench.start_gpsfake(capture, work, cycle=0.5)
     recorders, journals, processes = [], [], []
@@ -56,13 +60,13 @@ def main():
         else:
             for path in executables:
                 Path(path).read_bytes()
-        for index, binary in enumerate(binaries):
+        for index, (binary, with_photos) in enumerate(runs):
             state = work / str(index)
             journals.append(state / "state")
             recorders.append(subprocess.Popen(
                 [binary, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", str(state / "state"),
-                 "--cache-dir", str(state / "cache"), *photo_args],
-                env=dict(os.environ, FIELDLOG_CONFIG="/dev/null", FLICKR_API_KEY=API_KEY if flickr else ""),
+                 "--cache-dir", str(state / "cache"), *(photo_args if with_photos else [])],
+                env=dict(os.environ, FIELDLOG_CONFIG="/dev/null", FLICKR_API_KEY=API_KEY if with_photos else ""),
                 stderr=subprocess.DEVNULL))
             processes.append(recorders[-1])
         gpxlogger = subprocess.Popen(["gpxlogger", "-e", "sockets", "-f", str(work / "gpxlogger.gpx"),
@@ -79,14 +83,16 @@ def main():
         hours = (time.monotonic() - first_fix) / 3600
         after = [(walkbench.cpu_seconds(p.pid), walkbench.wakeups(p.pid)) for p in processes]
         fixes = hours * 3600
-        print(f"{args.seconds:g} s at 1 Hz, {'photos from the fake Flickr' if flickr else 'no photo source'}, all on one gpsd;"
+        print(f"{args.seconds:g} s at 1 Hz, all on one gpsd; photos from the fake Flickr where marked;"
               f" CPU and wake-ups after the first fix ({fixes:.0f} s), memory at the end (MB, /proc/PID/smaps):")
         cpus = [(a[0] - b[0]) / hours for a, b in zip(after, before)]
-        for index, (binary, process) in enumerate(zip([*binaries, "gpxlogger"], processes)):
+        labels = [f"{binary}{' (photos)' if with_photos else ''}" for binary, with_photos in runs] + ["gpxlogger"]
+        for index, (label, process) in enumerate(zip(labels, processes)):
+            binary = runs[index][0] if process is not gpxlogger else shutil.which("gpxlogger")
             wakes = (after[index][1] - before[index][1]) / fixes
-            parts = walkbench.resident_kb(process.pid, binary if process is not gpxlogger else shutil.which("gpxlogger"))
+            parts = walkbench.resident_kb(process.pid, binary)
             total = sum(parts.values()) / 1024 if parts else float("nan")
-            line = (f"  {binary}: CPU {cpus[index]:.3f} s per walked hour ({cpus[index] / cpus[-1]:.2f}x gpxlogger),"
+            line = (f"  {label}: CPU {cpus[index]:.3f} s per walked hour ({cpus[index] / cpus[-1]:.2f}x gpxlogger),"
                     f" {wakes:.2f} wake-ups per fix; resident {total:.1f} ({walkbench.mb_parts(parts) if parts else 'ended'})")
             if process is not gpxlogger:
                 journal = next(journals[index].glob("*.jsonl"), None)
