@@ -47,6 +47,8 @@ public struct RecorderService: Service {
         case let .fix(fix):
             recorder.record(fix)
             status.noteFix(summary: recorder.summary)
+        case .noFix:
+            recorder.syncIfDue()
         case .idle:
             recorder.flush()
             status.update(gpsd: .connected, summary: recorder.summary)

@@ -20,8 +20,8 @@ private final class StateDirectory {
     let path = NSTemporaryDirectory() + "fieldlog-recorder-test-" + UUID().uuidString + "/state"
     var store: JournalStore { JournalStore(directory: path) }
 
-    func recorder(limits: WalkLimits = WalkLimits()) throws -> WalkRecorder {
-        try WalkRecorder(store: store, limits: limits, logger: quietLogger)
+    func recorder(limits: WalkLimits = WalkLimits(), syncInterval: Duration = .seconds(5)) throws -> WalkRecorder {
+        try WalkRecorder(store: store, limits: limits, logger: quietLogger, syncInterval: syncInterval)
     }
 
     func walks() throws -> [WalkLog] {
@@ -253,12 +253,13 @@ private func appendBytes(_ text: String, to path: String) throws {
 // MARK: - Crash and resume
 
 /// A walk that a crash interrupted after `crashAfter` fixes (without finishSession, the epoch in flight
-/// lost), optionally leaving half a line at the end of its journal.
+/// lost), optionally leaving half a line at the end of its journal. Its recorder syncs every fix, so that
+/// only the epoch in flight is lost; `crashLosesOnlyWhatWasNotSynced` is the default interval's case.
 private func crashedWalk(
     _ state: StateDirectory, fixes: [Fix], crashAfter: Int, tornLine: String? = nil
 ) throws -> String {
     do {
-        let recorder = try state.recorder()
+        let recorder = try state.recorder(syncInterval: .zero)
         try record(fixes[..<crashAfter], into: recorder)
     }
     let id = try #require(try state.store.walkIDs().last)
@@ -325,6 +326,25 @@ func crashedWalkResumesWhenFixesContinueWithinIdleGap(tornLine: String?) throws 
     let referenceLog = try #require(try reference.walks().first)
     #expect(abs(referenceLog.distance - log.distance) < 0.1)
     #expect(referenceLog.milestones.map(\.index) == log.milestones.map(\.index))
+}
+
+/// Fixes are written with the sync (every 5 s of the monotonic clock, and with each milestone): a crash loses
+/// the fixes since then, as a power cut would, and nothing before them.
+@Test func crashLosesOnlyWhatWasNotSynced() throws {
+    let state = StateDirectory()
+    let fixes = walk(seconds: 200).fixes
+    do {
+        // Fed at once: no 5 s pass, so the last sync is the last milestone's.
+        let recorder = try state.recorder()
+        try record(fixes, into: recorder)
+    }
+    let id = try #require(try state.store.walkIDs().last)
+    let log = try state.store.read(id)
+    let lastMilestone = try #require(log.milestones.last)
+    #expect(log.milestones.map(\.index) == [0, 1, 2])
+    #expect(log.points.map(\.fix.time) == fixes.prefix(log.points.count).map(\.time))
+    #expect(log.points.last?.fix.time == lastMilestone.time, "written up to the last sync, the milestone's")
+    #expect(log.points.count < 199, "fixes after the last sync are lost with the process")
 }
 
 @Test func crashedWalkResumesAfterALongPauseAsANewSegment() throws {

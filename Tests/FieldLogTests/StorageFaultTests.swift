@@ -138,11 +138,11 @@ struct StorageFaultTests {
         let capture = try walkCapture()
         let healthy = try await control(capture)
         let state = directory + "/eio"
-        // A third of writes and of fsyncs fail with EIO for 4 s.
+        // Half of the writes and fsyncs fail with EIO for 4 s (fixes are written with each sync, so there are few).
         let outcome = try await record(
             capture, state: state,
             faults: [
-                "name=posix/io/rw/write,probability=0.3,failinfo=5", "name=posix/io/sync/fsync,probability=0.3,failinfo=5",
+                "name=posix/io/rw/write,probability=0.5,failinfo=5", "name=posix/io/sync/fsync,probability=0.5,failinfo=5",
             ], seconds: 4)
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let log = try onlyWalk(in: state)

@@ -53,11 +53,11 @@ public final class JournalFile {
     public func append(_ line: String) throws(JournalError) {
         var bytes = Array(line.utf8)
         bytes.append(UInt8(ascii: "\n"))
-        try append(line: bytes)
+        try append(lines: bytes)
     }
 
-    /// Appends `bytes`, one line with its newline.
-    func append(line bytes: [UInt8]) throws(JournalError) {
+    /// Appends `bytes`, whole lines each with its newline, with one write.
+    func append(lines bytes: [UInt8]) throws(JournalError) {
         if let failure = FileIO.writeAll(bytes, to: descriptor) {
             // Best effort now; if it fails too, `length` still says where the next write must start.
             writeFailed = ftruncate(descriptor, length) != 0

@@ -18,8 +18,11 @@ public struct StorageTrouble: Sendable, Equatable {
 /// lines are bounded by `maxHeldBytes` (16 MiB: about 30 hours of fixes at 1 Hz); beyond it further fixes
 /// are dropped and counted, milestones, photos and walk boundaries are always kept.
 ///
-/// Lines written but not yet synced are kept too: after a failed fsync Linux may have dropped them from
-/// its cache, so they are cut off the file and written again. Not thread-safe: the recorder's lock guards it.
+/// Fixes are kept back and written together with the next sync (or before the next other line), with one
+/// write(2): at 1 Hz a write per fix cost as much CPU as recording it, and a fix not yet synced is lost at a
+/// power cut whether it was written or not. Lines written but not yet synced are kept too: after a failed
+/// fsync Linux may have dropped them from its cache, so they are cut off the file and written again. Not
+/// thread-safe: the recorder's lock guards it.
 final class JournalWriter {
     private struct Line {
         var walk: String
@@ -51,6 +54,8 @@ final class JournalWriter {
     private let clock = ContinuousClock()
     private let wallClock: @Sendable () -> Double
     private var files: [String: OpenFile] = [:]
+    /// Fixes appended since the last write, in order, written by the next sync or other line.
+    private var pending: [Line] = []
     private var held: [Line] = []
     private var failing: Failing?
     /// Called once each time the storage fills up, to free what may be freed (the thumbnail cache).
@@ -82,12 +87,12 @@ final class JournalWriter {
             retryIfDue()
             return
         }
-        do {
-            try write(line)
-        } catch {
-            fail(error, walk: walk)
-            hold(line)
+        if isFix {
+            pending.append(line)
+            return
         }
+        writePending()
+        if failing == nil { write([line]) } else { hold(line) }
     }
 
     /// Makes everything appended so far durable, or retries the held lines if their time has come (or at
@@ -99,17 +104,44 @@ final class JournalWriter {
             retryIfDue()
             return failing == nil
         }
-        return syncFiles()
+        writePending()
+        return failing == nil && syncFiles()
     }
 
     // MARK: - Writing
 
-    private func write(_ line: Line) throws(JournalError) {
-        let file = try file(for: line.walk).file
+    /// Writes the fixes kept back, each walk's run of them with one write(2).
+    private func writePending() {
+        var rest = pending[...]
+        pending.removeAll(keepingCapacity: true)
+        while let walk = rest.first?.walk {
+            let run = rest.prefix { $0.walk == walk }
+            rest = rest.dropFirst(run.count)
+            guard failing == nil else {
+                run.forEach(hold)
+                continue
+            }
+            write(run)
+        }
+    }
+
+    /// Writes `lines`, all of one walk, or holds them if that fails.
+    private func write(_ lines: some Collection<Line>) {
+        guard let walk = lines.first?.walk else { return }
+        do {
+            try writeNow(lines, walk: walk)
+        } catch {
+            fail(error, walk: walk)
+            lines.forEach(hold)
+        }
+    }
+
+    private func writeNow(_ lines: some Collection<Line>, walk: String) throws(JournalError) {
+        let file = try file(for: walk).file
         try file.cutToLength()
-        try file.append(line: line.bytes)
-        // In place: a copy of the entry would copy its unsynced lines on every fix.
-        files[line.walk]?.unsynced.append(line)
+        try file.append(lines: lines.count == 1 ? lines.first!.bytes : Array(lines.map(\.bytes).joined()))
+        // In place: a copy of the entry would copy its unsynced lines on every write.
+        files[walk]?.unsynced.append(contentsOf: lines)
     }
 
     private func file(for walk: String) throws(JournalError) -> OpenFile {
@@ -199,7 +231,7 @@ final class JournalWriter {
         var lastError: (JournalError, String)?
         for line in held {
             do {
-                try write(line)
+                try writeNow(CollectionOfOne(line), walk: line.walk)
                 written += 1
             } catch {
                 lastError = (error, line.walk)
@@ -231,15 +263,8 @@ final class JournalWriter {
         if trouble.droppedFixes > 0 { message = "after \(seconds) s; \(trouble.droppedFixes) fixes dropped (memory for held records full), every other record written" }
         logger.notice("storage works again \(message)")
         guard let walk = current ?? files.keys.sorted().last else { return }
-        let line = eventLine(.storageRecovered, message: message, wall: wallClock(), walk: walk)
-        do {
-            try write(line)
-        } catch {
-            fail(error, walk: walk)
-            hold(line)
-            return
-        }
-        _ = syncFiles()
+        write([eventLine(.storageRecovered, message: message, wall: wallClock(), walk: walk)])
+        if failing == nil { _ = syncFiles() }
     }
 
     private func eventLine(_ kind: JournalEvent.Kind, message: String, wall: Double, walk: String) -> Line {

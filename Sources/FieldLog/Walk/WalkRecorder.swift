@@ -17,7 +17,8 @@ public final class WalkRecorder: @unchecked Sendable {
     public let store: JournalStore
     public let limits: WalkLimits
     private let logger: Logger
-    /// Fixes are synced at least this often (monotonic time); milestones and walk boundaries at once.
+    /// Fixes are written and synced at least this often (monotonic time), and when gpsd pauses; milestones
+    /// and walk boundaries at once.
     /// Every 2 s was a fifth of the recorder's CPU at 1 Hz and a flash write every 2 s; 5 s is still "every
     /// few seconds" (issue 2), for at most about 6 s of track lost at a power cut.
     private let syncInterval: Duration
@@ -135,14 +136,21 @@ public final class WalkRecorder: @unchecked Sendable {
         }
     }
 
-    /// Called when gpsd's stream pauses or ends: the last epoch is complete, and unsynced fixes are due.
+    /// Called when gpsd's stream pauses or ends: the last epoch is complete, and what is not on disk yet
+    /// goes there now.
     public func flush() {
         lock.withLock {
             if let finished = collapser.flush() {
                 process(finished)
             }
-            syncIfDue()
+            if unsynced { sync() }
         }
+    }
+
+    /// Called when gpsd reports without a usable fix: the fixes before it are synced when due, as the next
+    /// fix would.
+    public func syncIfDue() {
+        lock.withLock { syncWhenDue() }
     }
 
     /// Ends this session (not the walk: a later session may resume it) with everything on disk if the
@@ -184,7 +192,7 @@ public final class WalkRecorder: @unchecked Sendable {
         unsynced = true
     }
 
-    private func syncIfDue() {
+    private func syncWhenDue() {
         if unsynced && clock.now - lastSync >= syncInterval {
             sync()
         }
@@ -201,11 +209,15 @@ public final class WalkRecorder: @unchecked Sendable {
             logger.debug("fix dropped: \(flaw)")
             return
         }
+        // A walk's start is synced with its first fix: what start-up is measured to.
+        var opened = false
         if walk == nil {
             open(for: fix)
+            opened = true
         } else if let last = walk?.tracker.lastPoint?.fix.time, fix.time - last > limits.idleGap {
             endWalk()
             open(for: fix)
+            opened = true
         }
         guard let id = walk?.id else { return }
         // In place: a copy of the walk would copy the tracker's recent fixes on every fix.
@@ -228,7 +240,7 @@ public final class WalkRecorder: @unchecked Sendable {
             }
             unsynced = true
         }
-        syncIfDue()
+        if opened { sync() } else { syncWhenDue() }
     }
 
     /// Opens the walk `fix` belongs to: the interrupted one if it continues in time, else a new one.
@@ -255,7 +267,6 @@ public final class WalkRecorder: @unchecked Sendable {
         walk = OpenWalk(id: id, tracker: WalkTracker(limits: limits))
         logger.info("walk \(id) started")
         writeEarlyEvents()
-        sync()
     }
 
     private func writeEarlyEvents() {
