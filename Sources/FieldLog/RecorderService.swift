@@ -47,6 +47,10 @@ public struct RecorderService: Service {
         case let .fix(fix):
             recorder.record(fix)
             status.noteFix(summary: recorder.summary)
+        case .noFix:
+            // gpsd keeps reporting while the receiver has no fix (a tunnel, indoors): the last fix is
+            // complete and what is due is synced now, not when the sky comes back.
+            recorder.flush()
         case .idle:
             recorder.flush()
             status.update(gpsd: .connected, summary: recorder.summary)

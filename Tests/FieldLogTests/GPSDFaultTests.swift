@@ -61,7 +61,8 @@ struct GPSDFaultTests {
         let mixed = try await ScriptedServer.start { _ in
             [.send(Self.version + Self.tpv(1) + garbage.joined() + Self.tpv(2) + halfTPV), .send(String(repeating: "x", count: 100))]
         }
-        events = try await read(port: mixed.port) { $0.filter(Self.isFix).count >= 2 }
+        // A TPV that parses but has no usable position is a report without a fix, never a fix.
+        events = try await read(port: mixed.port) { $0.filter(Self.isFix).count >= 2 }.filter { $0 != .noFix }
         #expect(events.prefix(3).map(Self.isFix) == [false, true, true], "\(events)")
         #expect(events.first == .connected)
         await mixed.stop()
@@ -133,6 +134,33 @@ struct GPSDFaultTests {
         let outcome = await recorder.wait(timeout: 20)
         #expect(outcome.status == 0, "\(outcome.status): \(outcome.stderr)")
         #expect(server.connections >= 4)
+        await server.stop()
+    }
+
+    /// The receiver loses the sky (a tunnel) while gpsd goes on reporting without a fix. The last fix used
+    /// to wait, as the epoch in flight, until gpsd went quiet: until the sky came back, unwritten and
+    /// unsynced. A report without a fix ends the epoch now.
+    @Test func theLastFixIsJournaledWhileTheReceiverHasNoFix() async throws {
+        let noFix = #"{"class":"TPV","device":"/dev/ttyUSB0","mode":1}"# + "\r\n"
+        let fixes = (1...5).map { GPSDFaultTests.tpv($0, lat: 52.85 + Double($0) * 0.00001) }.joined()
+        // Without a fix every 0.25 s for 6 s: never quiet for the 2 s that end an epoch too.
+        let server = try await ScriptedServer.start { _ in
+            [.send(GPSDFaultTests.version + fixes)] + (1...24).map { .sendAfter(.milliseconds(250 * Int64($0)), noFix) }
+        }
+        let state = directory + "/tunnel"
+        let recorder = try Child(
+            Harness.fieldlog, ["run", "--gpsd", "127.0.0.1:\(server.port)", "--state-dir", state], in: directory)
+        let store = JournalStore(directory: state)
+        var points = 0
+        let deadline = Date().addingTimeInterval(4)
+        while points < 5 && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            points = (try? store.walkIDs().last.map { try store.read($0).points.count }) ?? 0
+        }
+        #expect(points == 5, "the last fix is held back while gpsd reports without a fix")
+        recorder.signal(SIGTERM)
+        let outcome = await recorder.wait(timeout: 20)
+        #expect(outcome.status == 0, "\(outcome.status): \(outcome.stderr)")
         await server.stop()
     }
 }
@@ -316,6 +344,8 @@ final class Events: @unchecked Sendable {
 final class ScriptedServer: @unchecked Sendable {
     enum Step {
         case send(String)
+        /// Sends the text this long after the connection was accepted.
+        case sendAfter(TimeAmount, String)
         case close
     }
 
@@ -337,6 +367,10 @@ final class ScriptedServer: @unchecked Sendable {
                     switch step {
                     case let .send(text):
                         channel.writeAndFlush(ByteBuffer(bytes: Array(text.utf8)), promise: nil)
+                    case let .sendAfter(delay, text):
+                        channel.eventLoop.scheduleTask(in: delay) {
+                            channel.writeAndFlush(ByteBuffer(bytes: Array(text.utf8)), promise: nil)
+                        }
                     case .close:
                         channel.close(promise: nil)
                     }

@@ -14,6 +14,8 @@ public enum GPSEvent: Sendable, Equatable {
     /// The connection failed or ended; the reader is backing off before it reconnects.
     case disconnected(reason: String)
     case fix(Fix)
+    /// A position report without a fix fit for a walk (the receiver lost the sky): the last epoch is over.
+    case noFix
     /// No data for a while: a chance to finish the last epoch and sync.
     case idle
 }
@@ -169,9 +171,12 @@ public final class GPSDReader: Sendable {
                 guard ending.answered else { continue }
                 lastAnswer = clock.now
                 probed = false
-                if kind == Int32(CGPS_READ_FIX), let fix = Fix(raw) {
+                guard kind == Int32(CGPS_READ_FIX) else { continue }
+                if let fix = Fix(raw) {
                     ending.delivered = true
                     try emit(.fix(fix))
+                } else {
+                    try emit(.noFix)
                 }
             default:
                 // Garbage, partial lines, and anything before gpsd's VERSION: skipped, and no sign of life.

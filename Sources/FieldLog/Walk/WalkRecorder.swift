@@ -135,7 +135,8 @@ public final class WalkRecorder: @unchecked Sendable {
         }
     }
 
-    /// Called when gpsd's stream pauses or ends: the last epoch is complete, and unsynced fixes are due.
+    /// Called when gpsd's stream pauses or ends, or reports without a fix: the last epoch is complete, and
+    /// unsynced fixes are synced if due.
     public func flush() {
         lock.withLock {
             if let finished = collapser.flush() {
