@@ -4,12 +4,12 @@
     bench/side-by-side.py BINARY [BINARY ...] [--seconds 300] [--photos | --both] [--cold]
 
 For a change to the recorder or its link: each BINARY records the same generated walk, all at once with
-gpxlogger on one gpsd fed one fix a second, with no photo source (or with --photos, from bench/fake_flickr.py on
-loopback; with --both, each BINARY twice, without photos and with them). Printed for each: CPU seconds per walked hour after start-up (from the moment every fieldlog has
-journaled its first fix to the end, the run time of its threads), wake-ups per fix over the same span
-(voluntary context switches), and after --seconds where its resident memory is (walkbench.resident_kb: the
-executable's code, its other mappings, libraries, anonymous memory). Copy a binary before rebuilding it: each
-path is measured as it is when this runs.
+gpxlogger on one gpsd fed one fix a second, with no photo source (or with --photos, from bench/fake_flickr.py
+on loopback; with --both, each BINARY twice, without photos and with them). Printed for each: CPU seconds per
+walked hour after start-up (from the moment every fieldlog has journaled its first fix to the end, the run
+time of its threads), wake-ups per fix over the same span (voluntary context switches), and after --seconds
+where its resident memory is (walkbench.resident_kb: the executable's code, its other mappings, libraries,
+anonymous memory). Copy a binary before rebuilding it: each path is measured as it is when this runs.
 
 Resident memory depends on the page cache: the kernel's fault-around maps the cached pages within 64 KB of
 each page a process touches. So each executable (gpxlogger's too) is read whole into the page cache first, as
@@ -51,10 +51,11 @@ def main():
     flickr = FakeFlickr(HERE.parent / "demo/photos/Bridge_by_Sander_Klootwijk.jpg") if args.photos or args.both else None
     photo_args = ["--flickr-endpoint", flickr.endpoint, "--flickr-rate", "100000000"] if flickr else []
     gpsfake, port = walkbench.start_gpsfake(capture, work, cycle=0.5)
-    recorders, journals, processes = [], [], []
+    gpxlogger_path = shutil.which("gpxlogger")
+    journals, processes = [], []
     readahead = None
     try:
-        executables = [*binaries, shutil.which("gpxlogger")]
+        executables = [*binaries, gpxlogger_path]
         if args.cold:
             readahead = without_readahead(executables)
         else:
@@ -63,13 +64,12 @@ def main():
         for index, (binary, with_photos) in enumerate(runs):
             state = work / str(index)
             journals.append(state / "state")
-            recorders.append(subprocess.Popen(
+            processes.append(subprocess.Popen(
                 [binary, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", str(state / "state"),
                  "--cache-dir", str(state / "cache"), *(photo_args if with_photos else [])],
                 env=dict(os.environ, FIELDLOG_CONFIG="/dev/null", FLICKR_API_KEY=API_KEY if with_photos else ""),
                 stderr=subprocess.DEVNULL))
-            processes.append(recorders[-1])
-        gpxlogger = subprocess.Popen(["gpxlogger", "-e", "sockets", "-f", str(work / "gpxlogger.gpx"),
+        gpxlogger = subprocess.Popen([gpxlogger_path, "-e", "sockets", "-f", str(work / "gpxlogger.gpx"),
                                       f"127.0.0.1:{port}"], stderr=subprocess.DEVNULL)
         processes.append(gpxlogger)
         started = time.monotonic()
@@ -86,9 +86,8 @@ def main():
         print(f"{args.seconds:g} s at 1 Hz, all on one gpsd; photos from the fake Flickr where marked;"
               f" CPU and wake-ups after the first fix ({fixes:.0f} s), memory at the end (MB, /proc/PID/smaps):")
         cpus = [(a[0] - b[0]) / hours for a, b in zip(after, before)]
-        labels = [f"{binary}{' (photos)' if with_photos else ''}" for binary, with_photos in runs] + ["gpxlogger"]
-        for index, (label, process) in enumerate(zip(labels, processes)):
-            binary = runs[index][0] if process is not gpxlogger else shutil.which("gpxlogger")
+        shown = [(f"{binary}{' (photos)' if with_photos else ''}", binary) for binary, with_photos in runs]
+        for index, ((label, binary), process) in enumerate(zip([*shown, ("gpxlogger", gpxlogger_path)], processes)):
             wakes = (after[index][1] - before[index][1]) / fixes
             parts = walkbench.resident_kb(process.pid, binary)
             total = sum(parts.values()) / 1024 if parts else float("nan")
@@ -111,7 +110,6 @@ def main():
         if flickr:
             flickr.stop()
         shutil.rmtree(work, ignore_errors=True)
-
 
 
 def without_readahead(executables):
