@@ -77,6 +77,7 @@ let package = Package(
             dependencies: [
                 "FieldLog",
                 "CConcurrencyHook",
+                "CBuildStamp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -86,6 +87,8 @@ let package = Package(
         ),
         // Swift concurrency's global executor hook, reached by the linker (see its header).
         .target(name: "CConcurrencyHook"),
+        // The version `fieldlog --version` prints, stamped at build time (scripts/build-release --version).
+        .target(name: "CBuildStamp"),
         // Walks with known truth, as receivers report them: for the tests and the distance benchmark.
         .target(
             name: "WalkSimulation",
