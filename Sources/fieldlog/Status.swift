@@ -69,6 +69,11 @@ struct Status: ParsableCommand, ConfiguredCommand {
             add("status     not refreshed for \(age.wholeText) s: the state directory may be failing (see the log)")
         }
         add("gpsd       \(status.gpsd.rawValue) at \(status.gpsdAddress)")
+        if let suspect = status.suspectFixes, let rejected = status.rejectedFixes {
+            var line = "dropped    \(suspect) fixes for an implausible GPS time"
+            if let first = status.lastSuspectTime { line += " (the latest from \(first))" }
+            add(line + ", \(rejected) for accuracy, position or a jump")
+        }
         if let storage = status.storage {
             var line = "storage    failing for \(max(0, now - storage.since).wholeText) s: \(storage.reason); "
                 + "\(storage.heldRecords) records held in memory"

@@ -140,14 +140,15 @@ private func appendBytes(_ text: String, to path: String) throws {
     let recorder = try state.recorder()
     let first = Fix(time: t0, latitude: 47, longitude: 8, horizontalError: 9)
     let better = Fix(time: t0, latitude: 47.00001, longitude: 8, horizontalError: 3)
-    let next = Fix(time: t0 + 1, latitude: 47.00002, longitude: 8, horizontalError: 3)
+    // A first walk starts once five fixes agree on the time (GPSTimeGuard).
+    let next = (1...4).map { Fix(time: t0 + Double($0), latitude: 47.00002, longitude: 8, horizontalError: 3) }
     recorder.record(first)
     #expect(try state.store.walkIDs().isEmpty, "nothing is processed before the epoch is complete")
     recorder.record(better)
-    recorder.record(next)
+    try record(next, into: recorder)
     recorder.flush()
     let log = try #require(try state.walks().first)
-    #expect(log.points.map(\.fix.time) == [t0, t0 + 1])
+    #expect(log.points.map(\.fix.time) == (0...4).map { t0 + Double($0) })
     #expect(log.points.first?.fix.latitude == 47.00001)
     #expect(log.points.first?.fix.horizontalError == 3)
 }
@@ -203,6 +204,23 @@ private func appendBytes(_ text: String, to path: String) throws {
     #expect(try state.store.walkIDs().count == 1)
     #expect(log.started == t0 + 600)
     #expect(log.points.first?.fix.time == t0 + 600)
+}
+
+/// Times no clock has (NaN, infinities, 1e300): each is dropped and counted, the recorder goes on, and the
+/// session's one episode is journaled once in the walk that follows.
+@Test func fixesWithTimesNoClockHasAreCountedAndNeverStopTheRecorder() throws {
+    let state = StateDirectory()
+    let recorder = try state.recorder()
+    try record([.nan, .infinity, -.infinity, 1e300].map { Fix(time: $0, latitude: 47, longitude: 8) }, into: recorder)
+    try record(walk(seconds: 9).fixes, into: recorder)
+    recorder.finishSession(reason: "done")
+    let log = try #require(try state.walks().first)
+    #expect(log.points.count == 10)
+    #expect(log.events.filter { $0.kind == .timeSuspect }.map(\.message) == [
+        "4 fixes dropped for an implausible GPS time, from nan (before 2010 or after 9999)"
+    ])
+    #expect(recorder.summary.suspectFixes == 4)
+    #expect(recorder.summary.lastSuspectTime == nil)
 }
 
 @Test func timeJumpBeyondIdleGapWhileRunningEndsTheWalkAndStartsAnother() throws {
