@@ -108,7 +108,8 @@ struct HostileGPSTests {
         let exported = try JSONSerialization.jsonObject(with: Data(export.stdout.utf8)) as? [String: Any]
         #expect((exported?["walk"] as? [String: Any])?["id"] as? String == "20260518T090000Z")
         #expect((exported?["track"] as? [Any])?.count == 60)
-        print("2100 fix mid-walk: \(log.points.count) of 60 good fixes journaled, \(suspect.count) time_suspect event")
+        print("2100 fix mid-walk: walks \(logs.map(\.id)), \(log.points.count) of 60 good fixes journaled in the first, "
+            + "\(suspect.count) time_suspect event")
     }
 
     /// A stretch of fixes 1024 weeks in the past (the week-rollover bug): held and dropped, counted once.
@@ -126,7 +127,7 @@ struct HostileGPSTests {
         let saved = try #require(StatusFile.read(directory: state))
         #expect(saved.suspectFixes == 100)
         #expect(saved.lastSuspectTime == "2006-10-02T09:00:20Z")
-        print("rollover stretch: \(log.points.count) of 60 good fixes journaled, 100 held and dropped, "
+        print("rollover stretch: \(log.points.count) of 60 good fixes journaled, \(saved.suspectFixes ?? 0) held and dropped, "
             + "\(suspect.count) event")
     }
 
@@ -146,8 +147,8 @@ struct HostileGPSTests {
         #expect(suspect.map(\.message) == [
             "15 fixes dropped for an implausible GPS time, from 2019-04-07T00:00:00Z (before the last good time)"
         ])
-        print("cold-start clock after a restart: \(log.points.count) of 60 good fixes journaled in the walk resumed, 15 dropped, "
-            + "\(suspect.count) event")
+        print("cold-start clock after a restart: walks \(logs.map(\.id)), \(log.points.count) of 60 good fixes journaled in "
+            + "the first, \(suspect.count) time_suspect event")
     }
 
     /// A receiver that corrects its time by 3 hours, every fix after agreeing: the new time is taken after
@@ -163,7 +164,8 @@ struct HostileGPSTests {
             "GPS time moved from 2026-05-18T09:00:29Z to 2026-05-18T12:00:30Z, confirmed by 5 fixes in a row"
         ])
         #expect(StatusFile.read(directory: state)?.suspectFixes == 0)
-        print("consistent correction of +3 h: \(logs.map(\.points.count)) fixes journaled in 2 walks, 0 dropped, 1 time_jump event")
+        print("consistent correction of +3 h: \(logs.map(\.points.count)) fixes journaled in \(logs.count) walks, "
+            + "\(jumps.count) time_jump event")
     }
 
     /// Speeds of 1e308 crashed the recorder ("Unable to encode Double.inf ... dist") and left
