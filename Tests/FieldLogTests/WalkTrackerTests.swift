@@ -541,6 +541,10 @@ private let rollover = 1024.0 * 7 * 86_400
     #expect(result.jumps.isEmpty)
     // The same at a replay's pace: GPS time 50 times faster than the monotonic clock.
     #expect(guarded(fixes, pace: 0.02).accepted.count == 60)
+    // As the first fix, with nothing to compare with: the next fix does not follow it, and two that agree start.
+    let first = guarded([timed(0, time: year2100)] + (0..<3).map { timed($0) })
+    #expect(first.accepted == [t0, t0 + 1, t0 + 2])
+    #expect(first.episodes == [.init(dropped: 1, firstTime: year2100, suspicion: .unconfirmed)])
 }
 
 @Test func fixesInTwentyOneHundredAreDroppedUnlessAMinuteOfThemAgree() {

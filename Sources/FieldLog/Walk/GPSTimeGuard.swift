@@ -10,8 +10,9 @@
 /// - Any other fix is held as suspect. Held fixes that follow each other by the same rule form a run; a run
 ///   of `agreeingFixes` is taken as the receiver's new time, and its fixes are accepted in order. A run back
 ///   in time, or more than `farAhead` ahead of the monotonic clock, needs `agreeingFixesFar`: a minute of
-///   fixes at 1 Hz, so that a burst of fixes in 2100 is not a walk. A run that a fix consistent with the
-///   reference interrupts is dropped.
+///   fixes at 1 Hz, so that a burst of fixes in 2100 is not a walk. With nothing to compare with (no journal,
+///   or a journal left more than the idle gap before), `agreeingFixesFirst` start a walk. A run that a fix
+///   consistent with the reference interrupts is dropped.
 /// - A time before `earliest` (or from `latest` on), or a 1024-week rollover image of the reference's time, is
 ///   never accepted.
 ///
@@ -26,6 +27,9 @@ struct GPSTimeGuard: Sendable {
     static let slack = 60.0
     /// Fixes that agree with each other and not with the reference: the receiver's time has really moved.
     static let agreeingFixes = 5
+    /// Fixes that agree when there is no reference to disagree with: a lone glitch is not a walk, and the walk's
+    /// first fix is journaled one epoch later only.
+    static let agreeingFixesFirst = 2
     /// A move back in time (a clock that ran ahead, corrected), or far ahead, needs a minute of fixes at 1 Hz.
     static let agreeingFixesFar = 60
     static let farAhead = 86_400.0
@@ -138,10 +142,10 @@ struct GPSTimeGuard: Sendable {
 
     /// How many agreeing fixes make a run starting with `first` the receiver's time.
     private func agreeingFixesNeeded(for first: (fix: Fix, monotonic: Double)) -> Int {
-        guard let reference else { return Self.agreeingFixes }
+        guard let reference else { return Self.agreeingFixesFirst }
         if first.fix.time <= reference.time { return Self.agreeingFixesFar }
         // After a reference from an earlier session any time later is plausible: the device may have been off.
-        guard let since = reference.monotonic else { return Self.agreeingFixes }
+        guard let since = reference.monotonic else { return Self.agreeingFixesFirst }
         let ahead = first.fix.time - reference.time - (first.monotonic - since)
         return ahead > Self.farAhead ? Self.agreeingFixesFar : Self.agreeingFixes
     }

@@ -72,7 +72,9 @@ public struct WalkTracker: Sendable {
         let lastTelling = points[..<first].lastIndex { $0.fix.speed == nil || $0.fix.track != nil }
         estimator = DistanceEstimator(measuresSpeed: lastTelling.map { points[$0].fix.track != nil } ?? false)
         for point in points[first...] {
-            _ = estimator.advance(to: point.fix, positionError: positionError(of: point.fix), maxSpeed: limits.maxSpeed)
+            // Bounded as when the fix was recorded: a journal written before the bounds may hold a speed of 1e308.
+            let fix = point.fix.bounded
+            _ = estimator.advance(to: fix, positionError: positionError(of: fix), maxSpeed: limits.maxSpeed)
         }
     }
 
