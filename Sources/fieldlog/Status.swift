@@ -70,7 +70,7 @@ struct Status: ParsableCommand, ConfiguredCommand {
         }
         add("gpsd       \(status.gpsd.rawValue) at \(status.gpsdAddress)")
         if let suspect = status.suspectFixes, let rejected = status.rejectedFixes {
-            var line = "dropped    \(suspect) fixes for an implausible GPS time"
+            var line = "dropped    \(suspect) \(suspect == 1 ? "fix" : "fixes") for an implausible GPS time"
             if let first = status.lastSuspectTime { line += " (the latest from \(first))" }
             add(line + ", \(rejected) for accuracy, position or a jump")
         }

@@ -88,7 +88,7 @@ struct HostileGPSTests {
         #expect(status.status == 0)
         #expect(status.stdout.contains("walk       20260518T090000Z (open)"), "\(status.stdout)")
         #expect(status.stdout.contains(
-            "dropped    1 fixes for an implausible GPS time (the latest from 2100-01-01T00:00:00Z), 0 for accuracy"),
+            "dropped    1 fix for an implausible GPS time (the latest from 2100-01-01T00:00:00Z), 0 for accuracy"),
             "\(status.stdout)")
         #expect(StatusFile.read(directory: state)?.suspectFixes == 1)
         recorder.signal(SIGTERM)
@@ -179,6 +179,7 @@ struct HostileGPSTests {
         for second in 20..<23 { lines[second] = Self.fix(second, speed: "1e999") }
         for second in 30..<33 { lines[second] = Self.fix(second, speed: "-1") }
         for second in 40..<43 { lines[second] = Self.fix(second, speed: "1000") }
+        for second in 50..<53 { lines[second] = Self.fix(second, speed: "NaN") }
         let huge = FakeGPSD.tpv(
             time: Timestamp.format(Self.start + 45), lat: 52.85, lon: Self.longitude(45),
             device: String(repeating: "A", count: 100_000))
@@ -204,7 +205,7 @@ struct HostileGPSTests {
         for absurd in ["inf", "nan", "e+", "e308", "100000000000"] {
             #expect(!text.lowercased().contains(absurd), "\(absurd) in the journal")
         }
-        print("absurd speeds (1e308, 1e999, -1, 1000 m/s x3 each) and a 100 kB line: \(log.points.count) fixes, "
+        print("absurd speeds (1e308, 1e999, -1, 1000 m/s, NaN, 3 fixes each) and a 100 kB line: \(log.points.count) fixes, "
             + "\(String(format: "%.1f", log.distance)) m against \(String(format: "%.1f", control)) m in the control run")
     }
 
