@@ -572,6 +572,12 @@ private let rollover = 1024.0 * 7 * 86_400
     let result = guarded(fixes)
     #expect(result.accepted == (0..<10).map { future + Double($0) } + (80..<90).map { future + Double($0) })
     #expect(result.episodes == [.init(dropped: 70, firstTime: future + 10 - rollover, suspicion: .rollover)])
+    // A walk that began on an image (no journal to compare with) takes the true time, 1024 weeks ahead, after a
+    // minute of agreeing fixes.
+    let fromImage = guarded(
+        (0..<5).map { timed($0, time: future - rollover + Double($0)) } + (5..<70).map { timed($0, time: future + Double($0)) })
+    #expect(fromImage.accepted.count == 70)
+    #expect(fromImage.jumps == [.init(from: future - rollover + 4, to: future + 5, fixes: 60)])
     // And with the time 2026 has, the image is before 2010 anyway.
     let today = guarded([timed(0, time: t0 - rollover)] + (0..<5).map { timed($0) })
     #expect(today.episodes.first?.suspicion == .outOfRange)

@@ -85,9 +85,6 @@ struct GPSTimeGuard: Sendable {
         reference = lastGoodTime.map { Reference(time: $0, monotonic: nil) }
     }
 
-    /// Fixes held now, not yet accepted nor dropped.
-    var heldCount: Int { held.count }
-
     mutating func check(_ fix: Fix, monotonic: Double) -> Outcome {
         let time = fix.time
         guard time >= Self.earliest && time < Self.latest else {
@@ -159,10 +156,11 @@ struct GPSTimeGuard: Sendable {
         return elapsed <= monotonic - since + Self.slack
     }
 
-    /// `time` is off from where the reference's time should be now by a whole number of 1024-week periods.
+    /// `time` is behind where the reference's time should be now by a whole number of 1024-week periods. Only
+    /// behind: were the reference itself an image, the true time ahead of it must still be able to win.
     private func isRolloverImage(_ time: Double, of reference: Reference, monotonic: Double) -> Bool {
         let expected = reference.time + (reference.monotonic.map { max(0, monotonic - $0) } ?? 0)
         let periods = ((expected - time) / Self.rolloverPeriod).rounded()
-        return periods != 0 && abs(expected - time - periods * Self.rolloverPeriod) <= Self.rolloverTolerance
+        return periods >= 1 && abs(expected - time - periods * Self.rolloverPeriod) <= Self.rolloverTolerance
     }
 }
