@@ -77,6 +77,7 @@ let package = Package(
             dependencies: [
                 "FieldLog",
                 "CConcurrencyHook",
+                "CBuildStamp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -86,6 +87,12 @@ let package = Package(
         ),
         // Swift concurrency's global executor hook, reached by the linker (see its header).
         .target(name: "CConcurrencyHook"),
+        // The version `fieldlog --version` prints: FIELDLOG_VERSION in the build's environment
+        // (scripts/build-release --version), defined for this one C file so that nothing else rebuilds.
+        .target(
+            name: "CBuildStamp",
+            cSettings: Context.environment["FIELDLOG_VERSION"].map { [.define("FIELDLOG_VERSION", to: "\"\($0)\"")] } ?? []
+        ),
         // Walks with known truth, as receivers report them: for the tests and the distance benchmark.
         .target(
             name: "WalkSimulation",

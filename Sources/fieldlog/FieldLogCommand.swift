@@ -1,4 +1,5 @@
 import ArgumentParser
+import CBuildStamp
 
 struct FieldLogCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -8,6 +9,7 @@ struct FieldLogCommand: AsyncParsableCommand {
             fieldlog reads live fixes from gpsd, records the walk in a crash-safe journal with a \
             milestone every --every metres, and exports it as JSON, GPX, GeoJSON or one HTML page.
             """,
+        version: String(cString: fieldlog_build_version()),
         subcommands: [
             Run.self, Tail.self, Status.self, Walks.self, Export.self, Star.self, Unstar.self, ThumbnailCommand.self,
         ]

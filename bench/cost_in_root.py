@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""What fieldlog costs, measured inside one target root (bench/arm64 runs it in the arm64 and amd64 roots).
+
+    cost_in_root.py FIELDLOG WORK WALK_SHORT WALK_LONG PHOTOS_DIR MEMORY_SECONDS
+
+Prints one JSON object:
+- instructions per fix: callgrind's count of the whole `fieldlog run --once` over two replays of the same
+  walk, one longer than the other; the difference divided by the difference in fixes journaled (start-up and
+  shutdown cancel out);
+- instructions per thumbnail: `fieldlog thumbnail` over all the photos against over one, likewise (the photo
+  worker is a child process: --trace-children);
+- resident memory at 1 Hz: the recorder's VmRSS sampled every second while gpsfake replays the walk at one
+  epoch a second, and, for scale, that of a process that only sleeps (under qemu-user both include the
+  emulator's own memory).
+Instructions are guest instructions: under qemu-user, valgrind itself runs as aarch64 code.
+"""
+import glob
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_listening(port, seconds=30):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 1).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"gpsd did not listen on {port}")
+
+
+def callgrind(argv, log):
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=yes", "--callgrind-out-file=/dev/null",
+                           f"--log-file={log}.%p"] + argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                          env=dict(os.environ, FIELDLOG_CONFIG="/dev/null"))
+    total = 0
+    for path in glob.glob(f"{log}.*"):
+        match = re.search(r"Collected : (\d+)", open(path).read())
+        total += int(match.group(1)) if match else 0
+        os.remove(path)
+    if done.returncode != 0 or total == 0:
+        raise RuntimeError(f"callgrind {argv[:2]} failed (exit {done.returncode})")
+    return total
+
+
+def journaled_fixes(state):
+    return sum(line.count('"type":"fix"') for path in glob.glob(f"{state}/walk-*.jsonl") for line in open(path))
+
+
+def replay(fieldlog, walk, work, cycle, under_callgrind=False, sample=False):
+    """Replays `walk` through gpsfake into `fieldlog run --once`; (instructions or None, fixes, RSS samples kB)."""
+    state, port = f"{work}/state", free_port()
+    subprocess.run(["rm", "-rf", state, f"{work}/cache"])
+    gpsfake = subprocess.Popen(["gpsfake", "-1", "-p", "-q", "-c", str(cycle), "-P", str(port), walk],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    wait_listening(port)
+    argv = [fieldlog, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", state,
+            "--cache-dir", f"{work}/cache"]
+    instructions, samples = None, []
+    if under_callgrind:
+        instructions = callgrind(argv, f"{work}/callgrind")
+    else:
+        recorder = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                    env=dict(os.environ, FIELDLOG_CONFIG="/dev/null"))
+        while recorder.poll() is None:
+            if sample:
+                samples.append(vmrss(recorder.pid))
+            time.sleep(1)
+    gpsfake.wait(timeout=600)
+    return instructions, journaled_fixes(state), [s for s in samples if s]
+
+
+def vmrss(pid):
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def main():
+    fieldlog, work, walk_short, walk_long, photos, memory_seconds = sys.argv[1:7]
+    os.makedirs(work, exist_ok=True)
+    result = {"machine": os.uname().machine}
+
+    short_ir, short_fixes, _ = replay(fieldlog, walk_short, work, 0.05, under_callgrind=True)
+    long_ir, long_fixes, _ = replay(fieldlog, walk_long, work, 0.05, under_callgrind=True)
+    result["fixes"] = [short_fixes, long_fixes]
+    result["instructions_per_fix"] = (long_ir - short_ir) / max(1, long_fixes - short_fixes)
+    result["instructions_startup_and_short_walk"] = short_ir
+
+    files = sorted(glob.glob(f"{photos}/*.jpg"))
+    one = callgrind([fieldlog, "thumbnail", "--out", f"{work}/thumbs1", files[0]], f"{work}/callgrind")
+    every = callgrind([fieldlog, "thumbnail", "--out", f"{work}/thumbs", *files], f"{work}/callgrind")
+    result["photos"] = len(files)
+    result["instructions_per_thumbnail"] = (every - one) / (len(files) - 1)
+
+    # 1 Hz: walk.py writes GGA and RMC each second, so gpsfake sends a sentence every 0.5 s.
+    _, fixes, samples = replay(fieldlog, walk_long, work, 0.5, sample=True)
+    sleeper = subprocess.Popen(["sleep", "3"])
+    time.sleep(2)
+    result["memory_1hz_kb"] = {"fixes": fixes, "samples": len(samples), "median": sorted(samples)[len(samples) // 2],
+                               "max": max(samples), "sleep_process": vmrss(sleeper.pid)}
+    sleeper.wait()
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
