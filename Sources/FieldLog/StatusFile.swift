@@ -32,11 +32,16 @@ public final class StatusFile: @unchecked Sendable {
         public var distanceMetres: Double
         public var milestones: Int
         public var lastFixTime: String?
-        /// System-clock time at which the last fix arrived, for its age.
+        /// System-clock time at which the last fix was journaled, for its age.
         public var lastFixWall: Double?
         public var updatedWall: Double
         /// Set while journal records cannot be written and are held in memory.
         public var storage: Storage?
+        /// Fixes dropped this session for an implausible GPS time, and the first GPS time of the latest episode.
+        public var suspectFixes: Int?
+        public var lastSuspectTime: String?
+        /// Fixes dropped this session for their accuracy, position, a jump or a time that did not advance.
+        public var rejectedFixes: Int?
 
         public struct Storage: Codable, Sendable {
             public var since: Double
@@ -58,6 +63,9 @@ public final class StatusFile: @unchecked Sendable {
             case lastFixTime = "last_fix_time"
             case lastFixWall = "last_fix_wall"
             case updatedWall = "updated_wall"
+            case suspectFixes = "suspect_fixes"
+            case lastSuspectTime = "last_suspect_time"
+            case rejectedFixes = "rejected_fixes"
         }
     }
 
@@ -67,6 +75,8 @@ public final class StatusFile: @unchecked Sendable {
     private var contents: Contents
     /// The last fix's GPS time, formatted into `contents` only when the file is written.
     private var lastFixTime: Double?
+    /// Whether `lastFixTime` has been taken from a summary: from then on, a new one is a fix just journaled.
+    private var knowsLastFix = false
     private var lastWrite = 0.0
     /// The file's length after this process's last whole write; nil before the first.
     private var length: Int?
@@ -89,15 +99,15 @@ public final class StatusFile: @unchecked Sendable {
         return nil
     }
 
-    /// The connection to gpsd and the system-clock time the last fix arrived, as now (not as last written).
+    /// The connection to gpsd and the system-clock time the last fix was journaled, as now (not as last written).
     public var gpsdState: (state: GPSDState, lastFixWall: Double?) {
         lock.withLock { (contents.gpsd, contents.lastFixWall) }
     }
 
     public func noteFix(summary: WalkRecorder.Summary) {
         lock.withLock {
-            contents.lastFixWall = Date().timeIntervalSince1970
             let changed = contents.walk != summary.walkID || contents.milestones != summary.milestones
+                || contents.suspectFixes != summary.suspectFixes
             let storageChanged = apply(summary)
             writeIfDue(force: changed || storageChanged)
         }
@@ -113,6 +123,14 @@ public final class StatusFile: @unchecked Sendable {
     }
 
     private func apply(_ summary: WalkRecorder.Summary) -> Bool {
+        // The age of the last fix is that of the last fix journaled: a fix held or dropped is none.
+        if knowsLastFix && summary.lastFixTime != lastFixTime {
+            contents.lastFixWall = Date().timeIntervalSince1970
+        }
+        knowsLastFix = true
+        contents.suspectFixes = summary.suspectFixes
+        contents.lastSuspectTime = summary.lastSuspectTime.map(Timestamp.format)
+        contents.rejectedFixes = summary.rejectedFixes
         let failing = summary.storage != nil
         let changed = failing != (contents.storage != nil)
         contents.storage = summary.storage.map {

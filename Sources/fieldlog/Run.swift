@@ -110,7 +110,7 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
 
     func run() async throws {
         if checkConfig {
-            print(settingsText, terminator: "")
+            try writeStandardOutput(settingsText)
             return
         }
         // One line per event with a <N> priority when stderr is the journal, plain text otherwise.

@@ -33,42 +33,55 @@ struct Status: ParsableCommand, ConfiguredCommand {
             throw CleanExit.failure("fieldlog: \(error)")
         }
         let status = StatusFile.read(directory: store.directory)
+        try writeStandardOutput(lines(log: log, status: status, directory: store.directory).joined())
+    }
+
+    /// What `status` prints, each line with its newline.
+    private func lines(log: WalkLog?, status: StatusFile.Contents?, directory: String) -> [String] {
+        var lines: [String] = []
+        func add(_ line: String) { lines.append(line + "\n") }
         let now = Date().timeIntervalSince1970
         if let log {
             let state = log.isOpen ? "open" : "ended"
-            print("walk       \(log.id) (\(state))")
-            print("distance   \(Int(log.distance.rounded())) m, \(log.milestones.count) milestones")
+            add("walk       \(log.id) (\(state))")
+            add("distance   \(log.distance.wholeText) m, \(log.milestones.count) milestones")
             if let last = log.points.last {
                 var line = "last fix   \(Timestamp.format(last.fix.time))"
                 if let wall = status?.lastFixWall, status?.walk == log.id {
                     // status.json is a few seconds behind the journal: fixes journaled since it was written
                     // arrived later by as much GPS time as they are newer.
                     let newer = status?.lastFixTime.flatMap(Timestamp.parse).map { last.fix.time - $0 } ?? 0
-                    line += ", \(Int(max(0, now - wall - max(0, newer)).rounded())) s ago"
+                    line += ", \(max(0, now - wall - max(0, newer)).wholeText) s ago"
                 }
-                print(line)
+                add(line)
             }
         } else {
-            print("walk       none recorded in \(store.directory)")
+            add("walk       none recorded in \(directory)")
         }
         guard let status, kill(status.pid, 0) == 0 || errno == EPERM, status.gpsd != .stopped else {
-            print("recorder   not running")
-            return
+            add("recorder   not running")
+            return lines
         }
-        print("recorder   running (pid \(status.pid))")
+        add("recorder   running (pid \(status.pid))")
         // The recorder refreshes status.json at least every 30 s; an older one means it cannot write it.
         let age = now - status.updatedWall
         if age > 90 {
-            print("status     not refreshed for \(Int(age.rounded())) s: the state directory may be failing (see the log)")
+            add("status     not refreshed for \(age.wholeText) s: the state directory may be failing (see the log)")
         }
-        print("gpsd       \(status.gpsd.rawValue) at \(status.gpsdAddress)")
+        add("gpsd       \(status.gpsd.rawValue) at \(status.gpsdAddress)")
+        if let suspect = status.suspectFixes, let rejected = status.rejectedFixes {
+            var line = "dropped    \(suspect) \(suspect == 1 ? "fix" : "fixes") for an implausible GPS time"
+            if let first = status.lastSuspectTime { line += " (the latest from \(first))" }
+            add(line + ", \(rejected) for accuracy, position or a jump")
+        }
         if let storage = status.storage {
-            var line = "storage    failing for \(Int(max(0, now - storage.since).rounded())) s: \(storage.reason); "
+            var line = "storage    failing for \(max(0, now - storage.since).wholeText) s: \(storage.reason); "
                 + "\(storage.heldRecords) records held in memory"
             if storage.droppedFixes > 0 { line += ", \(storage.droppedFixes) fixes dropped (memory full)" }
-            print(line)
+            add(line)
         } else {
-            print("storage    ok")
+            add("storage    ok")
         }
+        return lines
     }
 }

@@ -55,7 +55,7 @@ struct Tail: ParsableCommand, ConfiguredCommand {
         if let follower {
             try emit(lines(from: follower).suffix(self.lines))
         } else if !follow {
-            print("no walks in \(store.directory) yet")
+            try emit(["no walks in \(store.directory) yet"])
             return
         }
         guard follow else { return }
@@ -77,8 +77,9 @@ struct Tail: ParsableCommand, ConfiguredCommand {
     private func emit(_ lines: some Collection<String>) throws {
         guard !lines.isEmpty else { return }
         let text = lines.joined(separator: "\n") + "\n"
-        if FileIO.writeAll(text.utf8, to: STDOUT_FILENO) != nil {
-            throw ExitCode.success
-        }
+        guard let failure = FileIO.writeAll(text.utf8, to: STDOUT_FILENO) else { return }
+        // A reader that went away ends tail quietly; anything else (a full disk) is an error.
+        if failure.number == EPIPE { throw ExitCode.success }
+        throw CleanExit.failure("fieldlog: cannot write to standard output: \(failure)")
     }
 }

@@ -18,27 +18,29 @@ struct Walks: ParsableCommand, ConfiguredCommand {
 
     func run() throws {
         let store = JournalStore(directory: stateDirectory.path)
+        let walks: [WalkSummary]
         do {
             // From walks.index: a stat per walk, a journal read only where it changed.
-            let walks = try WalkIndex.summaries(in: store)
-            guard !walks.isEmpty else {
-                print("no walks in \(store.directory)")
-                return
-            }
-            print("ID                  STARTED               ENDED                 DISTANCE  MILESTONES  FAVOURITES")
-            for walk in walks {
-                let started = walk.started.map(Timestamp.format) ?? "-"
-                let ended = walk.ended.map(Timestamp.format) ?? "(open)"
-                let distance: String = String(Int(walk.distance.rounded())) + " m"
-                let columns: [String] = [
-                    walk.id.padding(19), started.padding(21), ended.padding(21), distance.padding(9, left: true),
-                    String(walk.milestones).padding(11, left: true), String(walk.favourites).padding(11, left: true),
-                ]
-                print(columns.joined(separator: " "))
-            }
+            walks = try WalkIndex.summaries(in: store)
         } catch {
             throw CleanExit.failure("fieldlog: \(error)")
         }
+        guard !walks.isEmpty else {
+            try writeStandardOutput("no walks in \(store.directory)\n")
+            return
+        }
+        var text = "ID                  STARTED               ENDED                 DISTANCE  MILESTONES  FAVOURITES\n"
+        for walk in walks {
+            let started = walk.started.map(Timestamp.format) ?? "-"
+            let ended = walk.ended.map(Timestamp.format) ?? "(open)"
+            let distance = walk.distance.wholeText + " m"
+            let columns: [String] = [
+                walk.id.padding(19), started.padding(21), ended.padding(21), distance.padding(9, left: true),
+                String(walk.milestones).padding(11, left: true), String(walk.favourites).padding(11, left: true),
+            ]
+            text += columns.joined(separator: " ") + "\n"
+        }
+        try writeStandardOutput(text)
     }
 }
 

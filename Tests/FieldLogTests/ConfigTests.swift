@@ -119,6 +119,42 @@ struct ConfigTests {
         }
     }
 
+    /// CR LF is one Character in Swift: a file with Windows line ends was one line, refused as "not valid YAML".
+    @Test func windowsLineEndsReadTheSameAsUnixOnes() throws {
+        let unix = "# settings\nevery: 50   # a comment\ngpsd: \"[::1]:2948\"\n\nphotos-dir: /srv/my photos\n"
+        let windows = unix.replacingOccurrences(of: "\n", with: "\r\n")
+        #expect(windows.unicodeScalars.filter { $0 == "\r" }.count == 5)
+        let entries = try parse(windows)
+        #expect(entries == (try parse(unix)))
+        #expect(entries.map(\.value) == ["50", "[::1]:2948", "/srv/my photos"])
+        // A CR alone inside a line is still refused.
+        #expect(error("every: 5\r0\n")?.problem.hasPrefix("not valid YAML") == true)
+    }
+
+    /// A 50 MB file of comments took 28 s and 1.2 GB: the size is checked before the file is read.
+    @Test func anOversizedFileIsRefusedBeforeItIsRead() async throws {
+        let path = directory + "/huge.conf"
+        let comments = String(repeating: "# a comment line of forty characters..\n", count: 1 << 20 / 40 + 1)
+        try ("every: 50\n" + comments).write(toFile: path, atomically: true, encoding: .utf8)
+        let size = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+        let started = Date()
+        #expect(throws: ConfigFileError(
+            path: path, line: nil, key: nil,
+            problem: "too large (\(size) bytes); a configuration file is at most 65536 bytes")) {
+            try ConfigFile.load(path: path, required: true)
+        }
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(elapsed < 0.5)
+        print("configuration of \(size) bytes refused in \(String(format: "%.4f", elapsed)) s")
+        let outcome = try await fieldlog(["run", "--check-config", "--config", path], in: directory)
+        #expect(outcome.status == 1)
+        #expect(outcome.stdout.isEmpty)
+        #expect(outcome.stderr == "fieldlog: \(path): too large (\(size) bytes); a configuration file is at most 65536 bytes\n")
+        // A file just under the bound is read.
+        try ("every: 50\n" + comments.prefix(60_000)).write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(try ConfigFile.load(path: path, required: true)?.entries.map(\.key) == ["every"])
+    }
+
     // MARK: the binary
 
     func checkConfig(_ arguments: [String] = [], file: String? = nil) async throws -> Outcome {

@@ -205,6 +205,23 @@ private func appendBytes(_ text: String, to path: String) throws {
     #expect(log.points.first?.fix.time == t0 + 600)
 }
 
+/// Times no clock has (NaN, infinities, 1e300): each is dropped and counted, the recorder goes on, and the
+/// session's one episode is journaled once in the walk that follows.
+@Test func fixesWithTimesNoClockHasAreCountedAndNeverStopTheRecorder() throws {
+    let state = StateDirectory()
+    let recorder = try state.recorder()
+    try record([.nan, .infinity, -.infinity, 1e300].map { Fix(time: $0, latitude: 47, longitude: 8) }, into: recorder)
+    try record(walk(seconds: 9).fixes, into: recorder)
+    recorder.finishSession(reason: "done")
+    let log = try #require(try state.walks().first)
+    #expect(log.points.count == 10)
+    #expect(log.events.filter { $0.kind == .timeSuspect }.map(\.message) == [
+        "4 fixes dropped for an implausible GPS time, from nan (before 2010 or after 9999)"
+    ])
+    #expect(recorder.summary.suspectFixes == 4)
+    #expect(recorder.summary.lastSuspectTime == nil)
+}
+
 @Test func timeJumpBeyondIdleGapWhileRunningEndsTheWalkAndStartsAnother() throws {
     let state = StateDirectory()
     let recorder = try state.recorder()

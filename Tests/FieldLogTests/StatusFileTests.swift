@@ -47,4 +47,26 @@ struct StatusFileTests {
         status.update(gpsd: .disconnected, summary: summary(distance: 10, storage: nil))
         #expect(StatusFile.read(directory: directory)?.gpsd == .disconnected)
     }
+
+    /// "Last fix N s ago" is the last fix journaled: fixes held or dropped (a stretch dated 2100) arrive but
+    /// are none, and the age said "0 s ago" while every fix was dropped.
+    @Test func theLastFixAgesWhileFixesAreDropped() throws {
+        let status = StatusFile(directory: directory, gpsdAddress: "127.0.0.1:2947")
+        var summary = WalkRecorder.Summary(walkID: nil, distance: 0, milestones: 0, lastFixTime: nil, storage: nil)
+        status.update(gpsd: .connected, summary: summary)
+        status.noteFix(summary: summary)
+        #expect(status.gpsdState.lastFixWall == nil, "a fix held is no fix journaled")
+        summary.walkID = "20260518T080000Z"
+        summary.lastFixTime = 1_779_091_200
+        status.noteFix(summary: summary)
+        let journaled = try #require(status.gpsdState.lastFixWall)
+        usleep(20_000)
+        summary.suspectFixes = 1
+        status.noteFix(summary: summary)
+        #expect(status.gpsdState.lastFixWall == journaled, "a fix dropped leaves the age alone")
+        #expect(StatusFile.read(directory: directory)?.suspectFixes == 1, "written at once when fixes are dropped")
+        summary.lastFixTime = 1_779_091_201
+        status.noteFix(summary: summary)
+        #expect(try #require(status.gpsdState.lastFixWall) > journaled)
+    }
 }

@@ -504,3 +504,175 @@ func restoredTrackerContinuesLikeAnUninterruptedOne(split: Int) {
     #expect(collapser.add(c1) == nil)
     #expect(collapser.flush() == c1)
 }
+
+// MARK: - Implausible GPS time (GPSTimeGuard)
+
+/// A fix of `second` seconds into the walk, dated `time` (default: the truth).
+private func timed(_ second: Int, time: Double? = nil) -> Fix {
+    let spot = Geodesy.destination(47.0, 8.0, bearing: 90, distance: 1.4 * Double(second))
+    return Fix(time: time ?? t0 + Double(second), latitude: spot.lat, longitude: spot.lon, horizontalError: 4)
+}
+
+/// Feeds fixes to a guard, fix `i` arriving at monotonic second `i * pace`; returns the GPS times accepted
+/// and the episodes of dropped fixes.
+private func guarded(
+    _ fixes: [Fix], lastGoodTime: Double? = nil, pace: Double = 1
+) -> (accepted: [Double], episodes: [GPSTimeGuard.Episode], jumps: [GPSTimeGuard.Jump]) {
+    var guardian = GPSTimeGuard(lastGoodTime: lastGoodTime, idleGap: WalkLimits().idleGap)
+    var result: (accepted: [Double], episodes: [GPSTimeGuard.Episode], jumps: [GPSTimeGuard.Jump]) = ([], [], [])
+    for (index, fix) in fixes.enumerated() {
+        let outcome = guardian.check(fix, monotonic: Double(index) * pace)
+        result.accepted += outcome.accepted.map(\.time)
+        result.episodes += outcome.episode.map { [$0] } ?? []
+        result.jumps += outcome.jump.map { [$0] } ?? []
+    }
+    result.episodes += guardian.finish().map { [$0] } ?? []
+    return result
+}
+
+private let year2100 = Timestamp.parse("2100-01-01T00:00:00Z")!
+private let rollover = 1024.0 * 7 * 86_400
+
+@Test func aFixInTwentyOneHundredIsHeldAndDroppedAndTheWalkGoesOn() {
+    let fixes = (0..<30).map { timed($0) } + [timed(30, time: year2100)] + (30..<60).map { timed($0) }
+    let result = guarded(fixes)
+    #expect(result.accepted == (0..<60).map { t0 + Double($0) })
+    #expect(result.episodes == [.init(dropped: 1, firstTime: year2100, suspicion: .ahead)])
+    #expect(result.jumps.isEmpty)
+    // The same at a replay's pace: GPS time 50 times faster than the monotonic clock.
+    #expect(guarded(fixes, pace: 0.02).accepted.count == 60)
+    // As the first fix, with nothing to compare with: the next fix does not follow it, and two that agree start.
+    let first = guarded([timed(0, time: year2100)] + (0..<3).map { timed($0) })
+    #expect(first.accepted == [t0, t0 + 1, t0 + 2])
+    #expect(first.episodes == [.init(dropped: 1, firstTime: year2100, suspicion: .unconfirmed)])
+}
+
+@Test func fixesInTwentyOneHundredAreDroppedUnlessAMinuteOfThemAgree() {
+    for count in [4, 5, 59, 60] {
+        let fixes = (0..<28).map { timed($0) } + (0..<count).map { timed(28 + $0, time: year2100 + Double($0)) }
+            + (28..<56).map { timed($0) }
+        let result = guarded(fixes)
+        if count < 60 {
+            #expect(result.accepted == (0..<56).map { t0 + Double($0) }, "\(count) fixes in 2100")
+            #expect(result.episodes == [.init(dropped: count, firstTime: year2100, suspicion: .ahead)])
+        } else {
+            // A minute of fixes agreeing is the receiver's time now: the 2026 fixes after it are the suspects.
+            #expect(result.jumps == [.init(from: t0 + 27, to: year2100, fixes: 60)])
+            #expect(result.accepted.count == 28 + 60)
+            #expect(result.episodes.map(\.dropped) == [28])
+        }
+    }
+}
+
+@Test func aWeekRolloverImageIsNeverAcceptedHoweverManyAgree() {
+    // After 2029 the image of a time is after 2010: only its offset gives it away.
+    let future = Timestamp.parse("2035-03-01T12:00:00Z")!
+    let fixes = (0..<10).map { timed($0, time: future + Double($0)) }
+        + (10..<80).map { timed($0, time: future + Double($0) - rollover) } + (80..<90).map { timed($0, time: future + Double($0)) }
+    let result = guarded(fixes)
+    #expect(result.accepted == (0..<10).map { future + Double($0) } + (80..<90).map { future + Double($0) })
+    #expect(result.episodes == [.init(dropped: 70, firstTime: future + 10 - rollover, suspicion: .rollover)])
+    // A walk that began on an image (no journal to compare with) takes the true time, 1024 weeks ahead, after a
+    // minute of agreeing fixes.
+    let fromImage = guarded(
+        (0..<5).map { timed($0, time: future - rollover + Double($0)) } + (5..<70).map { timed($0, time: future + Double($0)) })
+    #expect(fromImage.accepted.count == 70)
+    #expect(fromImage.jumps == [.init(from: future - rollover + 4, to: future + 5, fixes: 60)])
+    // And with the time 2026 has, the image is before 2010 anyway.
+    let today = guarded([timed(0, time: t0 - rollover)] + (0..<5).map { timed($0) })
+    #expect(today.episodes.first?.suspicion == .outOfRange)
+}
+
+@Test func aColdStartClockBeforeTheLastGoodTimeNeedsAMinuteOfAgreement() {
+    let coldStart = Timestamp.parse("2019-04-07T00:00:00Z")!
+    let lastGood = t0 - 600
+    // 30 fixes on the receiver's firmware date, then the real time: 10 minutes after the last walk's end.
+    let fixes = (0..<30).map { timed($0, time: coldStart + Double($0)) } + (30..<40).map { timed($0) }
+    let result = guarded(fixes, lastGoodTime: lastGood)
+    #expect(result.accepted == (30..<40).map { t0 + Double($0) })
+    #expect(result.episodes == [.init(dropped: 30, firstTime: coldStart, suspicion: .before)])
+    // A clock that really went back (it ran ahead before) is taken after 60 agreeing fixes.
+    let back = guarded((0..<60).map { timed($0, time: lastGood - 7200 + Double($0)) }, lastGoodTime: lastGood)
+    #expect(back.accepted.count == 60)
+    #expect(back.jumps.count == 1)
+}
+
+@Test func timeRunningAheadOfTheMonotonicClockIsHeldUntilFiveFixesAgree() {
+    // 2 minutes of GPS time in 1 s of the monotonic clock (a gap in a fast replay, or a jump): held, then taken.
+    let fixes = (0..<10).map { timed($0) } + (130..<140).map { timed($0) }
+    let fast = guarded(fixes)
+    #expect(fast.accepted == fixes.map(\.time))
+    #expect(fast.jumps == [.init(from: t0 + 9, to: t0 + 130, fixes: 5)])
+    #expect(fast.episodes.isEmpty)
+    // The same gap at the pace of a real walk (the monotonic clock measured the 2 minutes) is no jump.
+    var guardian = GPSTimeGuard(lastGoodTime: nil, idleGap: WalkLimits().idleGap)
+    let accepted = fixes.map { guardian.check($0, monotonic: $0.time - t0).accepted.count }.reduce(0, +)
+    #expect(accepted == 20)
+    // At the start of a session a fix continues the last walk at once when it is within the idle gap.
+    #expect(guarded([timed(0)], lastGoodTime: t0 - 600).accepted == [t0])
+    #expect(guarded([timed(0)], lastGoodTime: t0 - 3600).episodes.map(\.dropped) == [1])
+}
+
+// MARK: - Absurd values from gpsd
+
+@Test func speedsNoReceiverReportsAreNotReportsAndNeverReachTheDistance() {
+    let walk = straightWalk(seconds: 60, eph: 4)
+    var control = WalkTracker(limits: WalkLimits())
+    var tracker = WalkTracker(limits: WalkLimits())
+    for (index, fix) in walk.fixes.enumerated() {
+        var reported = fix
+        reported.speed = 1.4
+        reported.track = 90
+        _ = control.ingest(reported)
+        switch index {
+        case 10..<13: reported.speed = 1e308
+        case 20..<23: reported.speed = .infinity
+        case 30..<33: reported.speed = .nan
+        case 40..<43: reported.speed = -1
+        case 50..<53: reported.track = .nan
+        default: break
+        }
+        for event in tracker.ingest(reported) {
+            if let point = event.point {
+                #expect(point.fix.speed.map { $0.isFinite && $0 >= 0 && $0 <= Fix.maximumSpeed } ?? true)
+                #expect(point.fix.track?.isFinite ?? true)
+            }
+        }
+    }
+    #expect(tracker.distance.isFinite)
+    #expect(abs(tracker.distance - control.distance) < 6, "\(tracker.distance) m, \(control.distance) m without them")
+}
+
+@Test func aDopplerSpeedThePositionsContradictIsNotIntegrated() {
+    // 1000 m/s (and 100 m/s, under every bound) for three fixes while the position moves 1.4 m a second.
+    for glitch in [1000.0, 100.0] {
+        let walk = straightWalk(seconds: 60, eph: 4)
+        var control = WalkTracker(limits: WalkLimits())
+        var tracker = WalkTracker(limits: WalkLimits())
+        for (index, fix) in walk.fixes.enumerated() {
+            var reported = fix
+            (reported.speed, reported.track) = (1.4, 90)
+            _ = control.ingest(reported)
+            if (30..<33).contains(index) { reported.speed = glitch }
+            _ = tracker.ingest(reported)
+        }
+        #expect(abs(tracker.distance - control.distance) < 3, "\(glitch) m/s: \(tracker.distance) m, \(control.distance) m without")
+        #expect(tracker.milestoneCount == 1)
+    }
+}
+
+@Test func aJournalWithAnAbsurdDistanceIsToldApart() throws {
+    var tracker = WalkTracker(limits: WalkLimits())
+    var log = WalkLog(id: "w")
+    for fix in straightWalk(seconds: 100, eph: 4).fixes {
+        for event in tracker.ingest(fix) {
+            if let point = event.point { log.apply(.point(point)) }
+        }
+    }
+    #expect(WalkTracker.implausibleDistance(of: log, limits: WalkLimits()) == nil)
+    var absurd = log
+    absurd.points[absurd.points.count - 1].distance = 1e11
+    let verdict = try #require(WalkTracker.implausibleDistance(of: absurd, limits: WalkLimits()))
+    #expect(abs(verdict.recomputed - tracker.distance) < 0.01)
+    #expect(verdict.reason == "a distance of 100000000000.0 m in 100 s")
+}

@@ -26,7 +26,8 @@ struct ExportBuffer {
         // Values come from a JSON journal, so they are finite; a corrupted line can still hold any huge
         // number, which would overflow Int64. No real coordinate or distance comes near the limit.
         let limit = 1e11
-        let bounded = value > limit ? limit : value < -limit ? -limit : value
+        // NaN as 0: converting it to Int64 would stop the process.
+        let bounded = value > limit ? limit : value < -limit ? -limit : value.isNaN ? 0 : value
         let scaled = Int64((bounded * Double(scale)).rounded())
         if scaled < 0 { bytes.append(UInt8(ascii: "-")) }
         appendDigits(scaled.magnitude / scale, width: 1)

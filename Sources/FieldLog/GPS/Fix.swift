@@ -30,3 +30,21 @@ public struct Fix: Sendable, Equatable {
         self.track = track
     }
 }
+
+extension Fix {
+    /// No civilian receiver reports more: export rules (CoCom) make them stop above 1000 knots.
+    public static let maximumSpeed = 514.4
+    /// Beyond this (metres from the ellipsoid) an altitude is no walk's.
+    public static let maximumAltitude = 50_000.0
+
+    /// The fix without the values no receiver can mean (NaN, infinities, negative or impossible speeds and
+    /// errors), each taken as not reported: they must never reach the distance or the journal.
+    public var bounded: Fix {
+        var fix = self
+        if let speed, !(0...Self.maximumSpeed).contains(speed) { fix.speed = nil }
+        if let track, !(0...360).contains(track) { fix.track = nil }
+        if let horizontalError, !(horizontalError.isFinite && horizontalError >= 0) { fix.horizontalError = nil }
+        if let altitude, !(-Self.maximumAltitude...Self.maximumAltitude).contains(altitude) { fix.altitude = nil }
+        return fix
+    }
+}

@@ -201,7 +201,9 @@ public final class GPSDReader: Sendable {
 extension Fix {
     /// A walk runs on GPS time: reports without time or without a 2D/3D position are of no use to it.
     init?(_ raw: cgps_fix) {
-        guard raw.has_time, raw.mode >= 2, raw.lat.isFinite, raw.lon.isFinite else { return nil }
+        // A time beyond 2^40 s (year 36812) is no clock's, and beyond 2^53 not even a Double's.
+        guard raw.has_time, raw.time_sec.magnitude < 1 << 40, raw.mode >= 2, raw.lat.isFinite, raw.lon.isFinite
+        else { return nil }
         self.init(
             time: Double(raw.time_sec) + Double(raw.time_nsec) / 1e9,
             latitude: raw.lat, longitude: raw.lon,
@@ -210,6 +212,7 @@ extension Fix {
             mode: Int(raw.mode),
             speed: raw.speed.isFinite && raw.speed >= 0 ? raw.speed : nil,
             track: raw.track.isFinite ? raw.track : nil)
+        self = bounded
     }
 }
 

@@ -128,6 +128,15 @@ struct JournalLine: Codable {
         }
     }
 
+    /// JSON has no NaN or infinity: such a value is left out (the line then reads back as damaged, never as a
+    /// wrong number). The walk keeps its numbers finite; this keeps the recorder alive if one slips through.
+    mutating func leaveOutNonFiniteNumbers() {
+        for field in [\JournalLine.lat, \.lon, \.alt, \.eph, \.dist, \.speed, \.track, \.gap, \.every, \.radius]
+        where self[keyPath: field]?.isFinite == false {
+            self[keyPath: field] = nil
+        }
+    }
+
     /// The record this line holds, or nil when a field it needs is missing or malformed.
     var record: JournalRecord? {
         let parsedTime = parsedTime ?? time.flatMap(Timestamp.parse)
@@ -202,9 +211,10 @@ public enum JournalCodec {
 
     public static func encode(_ record: JournalRecord) -> String {
         if case let .point(point) = record { return encodeFix(point) }
-        // Encoding a struct of strings and finite numbers cannot fail.
-        let data = try! encoder.encode(JournalLine(record))
-        return String(decoding: data, as: UTF8.self)
+        var line = JournalLine(record)
+        line.leaveOutNonFiniteNumbers()
+        // Strings and finite numbers always encode; were one to fail, an empty line is skipped by every reader.
+        return (try? encoder.encode(line)).map { String(decoding: $0, as: UTF8.self) } ?? ""
     }
 
     /// A fix line, written directly: fix lines are nearly all of a journal, one a second for hours, and

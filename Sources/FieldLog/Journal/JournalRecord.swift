@@ -31,6 +31,10 @@ public struct JournalEvent: Sendable, Equatable {
         /// Journal records could not be written and are held in memory; `storage_recovered` when written.
         case storageFailed = "storage_failed"
         case storageRecovered = "storage_recovered"
+        /// Fixes held for an implausible GPS time and dropped: one per episode, with their number.
+        case timeSuspect = "time_suspect"
+        /// A run of fixes agreeing on a new GPS time, accepted (see GPSTimeGuard).
+        case timeJump = "time_jump"
         case error
     }
 

@@ -28,13 +28,15 @@ public enum FileIO {
     }
 
     /// The whole contents of `path`, read straight into one array (no Data in between: journals of long
-    /// walks are megabytes, and export reads them whole).
-    public static func readAll(_ path: String) throws(FileIOError) -> [UInt8] {
+    /// walks are megabytes, and export reads them whole). A file of more than `limit` bytes is an error
+    /// (EFBIG), told from its size before it is read, or as soon as reading passes the limit.
+    public static func readAll(_ path: String, limit: Int = .max) throws(FileIOError) -> [UInt8] {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw FileIOError(path: path, reason: String(cString: strerror(errno)), number: errno) }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw FileIOError(path: path, reason: String(cString: strerror(errno))) }
+        guard status.st_size <= limit else { throw FileIOError(path: path, reason: "\(status.st_size) bytes", number: EFBIG) }
         var failure: Int32 = 0
         func fill(_ buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
             var filled = 0
@@ -53,6 +55,7 @@ public enum FileIO {
             let more = [UInt8](unsafeUninitializedCapacity: 1 << 16) { $1 = fill($0) }
             if more.isEmpty { break }
             bytes += more
+            if bytes.count > limit { throw FileIOError(path: path, reason: "more than \(limit) bytes", number: EFBIG) }
         }
         if failure != 0 { throw FileIOError(path: path, reason: String(cString: strerror(failure)), number: failure) }
         return bytes

@@ -59,8 +59,14 @@ struct DistanceEstimator: Sendable {
     }
 
     /// Distance in metres from the previous fix to `fix`, which must be later; 0 for a segment's first fix.
-    mutating func advance(to fix: Fix) -> Double {
+    /// `positionError`: how far `fix`'s position may be off, metres; `maxSpeed`: the fastest the walk goes.
+    mutating func advance(to fix: Fix, positionError: Double, maxSpeed: Double) -> Double {
         if fix.speed == nil {
+            // A Doppler receiver's report whose speed was unusable (NaN, 1e308: see Fix.bounded) still has its
+            // course: it is skipped, and the next report integrates across it as across a lost epoch.
+            if measuresSpeed, fix.track != nil, let last = samples.last, fix.time - last.time <= Self.speedGap {
+                return 0
+            }
             measuresSpeed = false
         } else if fix.track != nil {
             measuresSpeed = true
@@ -72,9 +78,14 @@ struct DistanceEstimator: Sendable {
         let elapsed = sample.time - previous.time
         if let speed = sample.speed, let previousSpeed = previous.speed {
             movingByPosition = false
-            return elapsed <= Self.speedGap
-                ? elapsed * movingSpeed(endingWith: speed, at: sample.time)
-                : bridge(from: previous, to: sample, speeds: (previousSpeed, speed))
+            guard elapsed <= Self.speedGap else {
+                return bridge(from: previous, to: sample, speeds: (min(previousSpeed, maxSpeed), min(speed, maxSpeed)))
+            }
+            let integrated = elapsed * movingSpeed(endingWith: speed, at: sample.time)
+            // Over a second or two the path is the chord: a Doppler speed that claims more than the positions
+            // allow (a receiver's glitch, 1000 m/s while standing) is not integrated; the positions count.
+            let chord = distance(previous, sample)
+            return integrated <= chord + 2 * positionError ? integrated : chord
         }
         return positionStep(to: sample)
     }

@@ -30,6 +30,15 @@ public final class WalkRecorder: @unchecked Sendable {
     /// An interrupted walk found at start-up, resumed or closed by the first fix.
     private var interrupted: WalkLog?
     private var lastSync: ContinuousClock.Instant
+    /// The monotonic clock's origin for the time guard.
+    private let started: ContinuousClock.Instant
+    /// Holds fixes whose GPS time cannot be believed (see GPSTimeGuard).
+    private var timeGuard: GPSTimeGuard
+    /// Fixes dropped this session for an implausible GPS time, and the GPS time of the last such episode's first.
+    private var suspectFixes = 0
+    private var lastSuspectTime: Double?
+    /// Fixes dropped this session for anything else (accuracy, no position, a jump, time not advancing).
+    private var rejectedFixes = 0
     private var unsynced = false
     /// Events that happened before a walk file existed, journaled into the walk when it starts.
     private var earlyEvents: [JournalEvent] = []
@@ -48,6 +57,11 @@ public final class WalkRecorder: @unchecked Sendable {
         public var lastFixTime: Double?
         /// Set while journal records cannot be written and are held in memory.
         public var storage: StorageTrouble?
+        /// Fixes dropped this session for an implausible GPS time, and the first GPS time of the latest episode.
+        public var suspectFixes = 0
+        public var lastSuspectTime: Double?
+        /// Fixes dropped this session for their accuracy, position, a jump or a time that did not advance.
+        public var rejectedFixes = 0
     }
 
     /// Opens the state directory and repairs the newest walk if a crash cut it short. Fails only when the
@@ -64,6 +78,8 @@ public final class WalkRecorder: @unchecked Sendable {
             Date().timeIntervalSince1970
         }
         lastSync = clock.now
+        started = lastSync
+        timeGuard = GPSTimeGuard(lastGoodTime: nil, idleGap: limits.idleGap)
         try store.prepare()
         store.removeLeftovers()
         if let latest = try store.walkIDs().last {
@@ -72,13 +88,15 @@ public final class WalkRecorder: @unchecked Sendable {
                 logger.warning("repaired walk \(latest): removed a torn last line of \(removed) bytes")
             }
             let log = try store.read(latest)
+            // The receiver's last good time: a fix before it, or far after it, is held until others confirm it.
+            timeGuard = GPSTimeGuard(lastGoodTime: log.lastTime, idleGap: limits.idleGap)
             if !log.damagedLines.isEmpty {
                 logger.warning("walk \(latest): skipped damaged lines \(log.damagedLines)")
             }
             if log.isOpen, log.points.last != nil {
                 interrupted = log
                 logger.info(
-                    "walk \(latest) was interrupted at \(Int(log.distance)) m; it resumes if fixes continue within \(Int(limits.idleGap)) s"
+                    "walk \(latest) was interrupted at \(wholeMetres(log.distance)) m; it resumes if fixes continue within \(Int(limits.idleGap)) s"
                 )
             }
         }
@@ -100,15 +118,21 @@ public final class WalkRecorder: @unchecked Sendable {
     }
 
     private var currentSummary: Summary {
-        guard let walk else {
-            return Summary(
+        var summary: Summary
+        if let walk {
+            summary = Summary(
+                walkID: walk.id, distance: walk.tracker.distance, milestones: walk.tracker.milestoneCount,
+                lastFixTime: walk.tracker.lastPoint?.fix.time, storage: writer.trouble)
+        } else {
+            summary = Summary(
                 walkID: interrupted?.id, distance: interrupted?.distance ?? 0,
                 milestones: interrupted?.milestones.count ?? 0, lastFixTime: interrupted?.points.last?.fix.time,
                 storage: writer.trouble)
         }
-        return Summary(
-            walkID: walk.id, distance: walk.tracker.distance, milestones: walk.tracker.milestoneCount,
-            lastFixTime: walk.tracker.lastPoint?.fix.time, storage: writer.trouble)
+        summary.suspectFixes = suspectFixes
+        summary.lastSuspectTime = lastSuspectTime
+        summary.rejectedFixes = rejectedFixes
+        return summary
     }
 
     /// Feeds one fix from gpsd. Fixes without GPS time are useless to a walk on GPS time and are dropped
@@ -154,6 +178,9 @@ public final class WalkRecorder: @unchecked Sendable {
             if let finished = collapser.flush() {
                 process(finished)
             }
+            if let episode = timeGuard.finish() {
+                noteSuspect(episode)
+            }
             journal(.sessionEnd, message: reason)
             if writer.sync(now: true) { return true }
             if let trouble = writer.trouble {
@@ -197,14 +224,50 @@ public final class WalkRecorder: @unchecked Sendable {
         lastSync = clock.now
     }
 
-    private func process(_ fix: Fix) {
+    private func process(_ reported: Fix) {
+        let fix = reported.bounded
         if let flaw = WalkTracker.flaw(of: fix, limits: limits) {
+            rejectedFixes += 1
             logger.debug("fix dropped: \(flaw)")
             return
         }
+        let elapsed = clock.now - started
+        let monotonic = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        let outcome = timeGuard.check(fix, monotonic: monotonic)
+        if let episode = outcome.episode {
+            noteSuspect(episode)
+        }
+        if let jump = outcome.jump {
+            let message = "GPS time moved from \(Timestamp.format(jump.from)) to \(Timestamp.format(jump.to)), "
+                + "confirmed by \(jump.fixes) fixes in a row"
+            logger.info("\(message)")
+            journal(.timeJump, message: message)
+        }
+        for accepted in outcome.accepted {
+            walkOn(accepted)
+        }
+    }
+
+    /// One suspect episode: counted, logged as a warning and journaled once.
+    private func noteSuspect(_ episode: GPSTimeGuard.Episode) {
+        suspectFixes += episode.dropped
+        // Any number may come as a time; one too large for a date (or NaN) is shown as the number.
+        let formattable = abs(episode.firstTime) < 1e12
+        lastSuspectTime = formattable ? episode.firstTime : nil
+        let noun = episode.dropped == 1 ? "fix" : "fixes"
+        let first = formattable ? Timestamp.format(episode.firstTime) : String(episode.firstTime)
+        let message = "\(episode.dropped) \(noun) dropped for an implausible GPS time, from \(first) "
+            + "(\(episode.suspicion.rawValue))"
+        logger.warning("\(message)")
+        journal(.timeSuspect, message: message)
+    }
+
+    /// Feeds a fix whose time is believed to the walk.
+    private func walkOn(_ fix: Fix) {
         if walk == nil {
             open(for: fix)
-        } else if let last = walk?.tracker.lastPoint?.fix.time, fix.time - last > limits.idleGap {
+        } else if let last = walk?.tracker.lastPoint?.fix.time, fix.time - last > limits.idleGap || fix.time <= last {
+            // A long pause, or the receiver's time confirmed to have moved back: the walk so far is over.
             endWalk()
             open(for: fix)
         }
@@ -224,6 +287,7 @@ public final class WalkRecorder: @unchecked Sendable {
                 onMilestone?(milestone, id)
                 continue
             case let .rejected(_, reason):
+                rejectedFixes += 1
                 logger.debug("fix dropped: \(reason)")
                 continue
             }
@@ -237,18 +301,28 @@ public final class WalkRecorder: @unchecked Sendable {
         if let log = interrupted, let last = log.lastTime {
             interrupted = nil
             let pause = fix.time - last
-            if pause > 0 && pause <= limits.idleGap {
+            // A journal whose distance no walk could have (a speed of 1e308 once reached it) is not resumed as
+            // truth: it is closed at the distance its own fixes give under today's rules.
+            if let implausible = WalkTracker.implausibleDistance(of: log, limits: limits) {
+                let message = "not resumed: \(implausible.reason); closed at the \(Int(implausible.recomputed)) m its fixes give"
+                logger.warning("walk \(log.id) \(message)")
+                let event = JournalEvent(kind: .error, time: last, wall: Date().timeIntervalSince1970, message: message)
+                writer.append(JournalCodec.encode(.event(event)), to: log.id)
+                writer.append(JournalCodec.encode(.walkEnd(time: last, distance: implausible.recomputed)), to: log.id)
+                sync()
+            } else if pause > 0 && pause <= limits.idleGap {
                 let tracker = WalkTracker(limits: limits, restoring: log.points, milestones: log.milestones)
                 walk = OpenWalk(id: log.id, tracker: tracker)
                 writer.current = log.id
-                logger.info("resuming walk \(log.id) after \(Int(pause)) s at \(Int(log.distance)) m")
+                logger.info("resuming walk \(log.id) after \(Int(pause)) s at \(wholeMetres(log.distance)) m")
                 journal(.resumed, message: "after \(Int(pause)) s")
                 writeEarlyEvents()
                 return
+            } else {
+                writer.append(JournalCodec.encode(.walkEnd(time: last, distance: log.distance)), to: log.id)
+                sync()
+                logger.info("closed interrupted walk \(log.id) at \(wholeMetres(log.distance)) m")
             }
-            writer.append(JournalCodec.encode(.walkEnd(time: last, distance: log.distance)), to: log.id)
-            sync()
-            logger.info("closed interrupted walk \(log.id) at \(Int(log.distance)) m")
         }
         let id = store.newWalkID(startingAt: fix.time)
         writer.current = id
@@ -276,4 +350,9 @@ public final class WalkRecorder: @unchecked Sendable {
         walk = nil
         writer.current = nil
     }
+}
+
+/// Metres as a whole number for the log; a journal may hold any number, which `Int` cannot always take.
+private func wholeMetres(_ value: Double) -> String {
+    abs(value) < 1e15 ? String(Int(value)) : String(value)
 }

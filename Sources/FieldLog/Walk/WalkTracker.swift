@@ -72,8 +72,29 @@ public struct WalkTracker: Sendable {
         let lastTelling = points[..<first].lastIndex { $0.fix.speed == nil || $0.fix.track != nil }
         estimator = DistanceEstimator(measuresSpeed: lastTelling.map { points[$0].fix.track != nil } ?? false)
         for point in points[first...] {
-            _ = estimator.advance(to: point.fix)
+            // Bounded as when the fix was recorded: a journal written before the bounds may hold a speed of 1e308.
+            let fix = point.fix.bounded
+            _ = estimator.advance(to: fix, positionError: positionError(of: fix), maxSpeed: limits.maxSpeed)
         }
+    }
+
+    /// Why a journaled walk's distance cannot be true, with the distance its fixes give when measured again;
+    /// nil when it can be. No walk goes further than `maxSpeed` for its time plus three times the largest
+    /// position error accepted at every fix.
+    public static func implausibleDistance(
+        of log: WalkLog, limits: WalkLimits
+    ) -> (reason: String, recomputed: Double)? {
+        guard let first = log.points.first, let last = log.points.last else { return nil }
+        let duration = last.fix.time - first.fix.time
+        let errors = 3 * max(limits.minStep, limits.maxHorizontalError) * Double(log.points.count)
+        let claimed = max(log.distance, log.milestones.last?.distance ?? 0)
+        // Written so that NaN is implausible too.
+        guard !(claimed <= limits.maxSpeed * duration + errors) else { return nil }
+        var tracker = WalkTracker(limits: limits)
+        for point in log.points {
+            _ = tracker.ingest(point.fix)
+        }
+        return ("a distance of \(claimed) m in \(Int(duration)) s", tracker.distance)
     }
 
     /// Why `fix` is unusable on its own, whatever came before it; nil if it is usable.
@@ -83,13 +104,14 @@ public struct WalkTracker: Sendable {
         else {
             return "no position"
         }
-        if let eph = fix.horizontalError, eph > limits.maxHorizontalError {
-            return "horizontal error \(Int(eph)) m"
+        if let eph = fix.horizontalError, !(eph <= limits.maxHorizontalError) {
+            return "horizontal error \(Int(min(eph, 1e9))) m"
         }
         return nil
     }
 
-    public mutating func ingest(_ fix: Fix) -> [WalkEvent] {
+    public mutating func ingest(_ reported: Fix) -> [WalkEvent] {
+        let fix = reported.bounded
         if let flaw = Self.flaw(of: fix, limits: limits) {
             return [.rejected(fix, reason: flaw)]
         }
@@ -100,7 +122,7 @@ public struct WalkTracker: Sendable {
         guard elapsed > 0 else {
             return [.rejected(fix, reason: "time did not advance")]
         }
-        let threshold = max(limits.minStep, fix.horizontalError ?? limits.unknownHorizontalError)
+        let threshold = positionError(of: fix)
         let jump = Geodesy.distance(last.fix.latitude, last.fix.longitude, fix.latitude, fix.longitude)
         let plausible = jump <= limits.maxSpeed * elapsed + threshold
 
@@ -123,14 +145,14 @@ public struct WalkTracker: Sendable {
 
         if newSegment {
             estimator.restart()
-            _ = estimator.advance(to: fix)
+            _ = estimator.advance(to: fix, positionError: threshold, maxSpeed: limits.maxSpeed)
             // Across a gap only the straight line is known, and only if it was travelled at a believable
             // speed and is more than the position's error.
             if plausible && jump >= threshold {
                 distance += jump
             }
         } else {
-            distance += estimator.advance(to: fix)
+            distance += estimator.advance(to: fix, positionError: threshold, maxSpeed: limits.maxSpeed)
         }
         let point = TrackPoint(fix: fix, segment: segment, distance: distance)
         lastPoint = point
@@ -144,8 +166,13 @@ public struct WalkTracker: Sendable {
     private mutating func start(_ fix: Fix) -> [WalkEvent] {
         let point = TrackPoint(fix: fix, segment: segment, distance: distance)
         lastPoint = point
-        _ = estimator.advance(to: fix)
+        _ = estimator.advance(to: fix, positionError: positionError(of: fix), maxSpeed: limits.maxSpeed)
         return [.point(point), .milestone(recordMilestone(at: point))]
+    }
+
+    /// How far a fix's position may be off: its eph, at least `minStep`.
+    private func positionError(of fix: Fix) -> Double {
+        max(limits.minStep, fix.horizontalError ?? limits.unknownHorizontalError)
     }
 
     private mutating func recordMilestone(at point: TrackPoint) -> Milestone {
