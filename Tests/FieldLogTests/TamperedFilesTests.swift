@@ -5,7 +5,7 @@ import Testing
 
 /// Files in the cache and the state directory that are not what their names claim (issue 27): a link to a
 /// file outside, a FIFO, a huge sparse file. Each is skipped: nothing served or exported, nothing hangs,
-/// the recorder lives and SIGTERM ends it.
+/// the recorder lives and SIGTERM ends it. And `fieldlog export` writes only regular files.
 @Suite(.serialized)
 struct TamperedFilesTests {
     let directory = Harness.temporaryDirectory()
@@ -165,5 +165,27 @@ struct TamperedFilesTests {
         let stopped = await serving.wait(timeout: 15)
         #expect(stopped.status == 0, "\(stopped.stderr)")
         print("tampered state: walks, status, tail within \(String(format: "%.2f", slowest)) s each")
+    }
+
+    @Test func exportWritesOnlyRegularFiles() async throws {
+        try writeWalk()
+        let fifo = directory + "/out-fifo.json"
+        #expect(mkfifo(fifo, 0o644) == 0)
+        let folder = directory + "/out-dir.json"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        var targets = [(fifo, S_IFIFO, "is a FIFO"), (folder, S_IFDIR, "is a directory")]
+        // A character device like /dev/full (1, 7), made here, never the real one.
+        let device = directory + "/out-full.json"
+        if mknod(device, S_IFCHR | 0o666, dev_t((1 << 8) | 7)) == 0 { targets.append((device, S_IFCHR, "is a device")) }
+        for (target, type, message) in targets {
+            let outcome = try await fieldlog(["export", "--state-dir", state, target], in: directory, timeout: 20)
+            #expect(outcome.status != 0, "\(target): exit \(outcome.status)")
+            #expect(outcome.stderr.contains(message) && outcome.stderr.split(separator: "\n").count == 1, "\(outcome.stderr)")
+            var info = stat()
+            #expect(lstat(target, &info) == 0 && info.st_mode & S_IFMT == type, "\(target) was replaced")
+        }
+        // Standard output is still written, whatever it is.
+        let piped = try await fieldlog(["export", "--state-dir", state, "--format", "json", "-"], in: directory, timeout: 20)
+        #expect(piped.status == 0 && piped.stdout.contains("\"milestones\""), "\(piped.stderr)")
     }
 }
