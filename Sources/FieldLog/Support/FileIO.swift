@@ -165,7 +165,7 @@ public struct FileIOError: Error, CustomStringConvertible {
 
 /// Files fieldlog found not to be what they claim (a link, a FIFO, a device, one larger than it may be):
 /// skipped, and each told once per process on standard error (the service's goes to journald).
-public enum RefusedFiles {
+enum RefusedFiles {
     private static let told = Mutex(Set<String>())
 
     /// Tells of `error` once per path; a file that is simply gone (an evicted thumbnail) is not worth a word.

@@ -89,7 +89,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     /// Requests read and not yet answered in full.
     private var running = 0
     private var responseDeadline: Scheduled<Void>?
-    private var lifetime: Scheduled<Void>?
+    private var end: Scheduled<Void>?
 
     init(board: ConnectionBoard) {
         self.board = board
@@ -107,13 +107,13 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     func channelInactive(context: ChannelHandlerContext) {
         board.remove(context.channel)
         responseDeadline?.cancel()
-        lifetime?.cancel()
+        end?.cancel()
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         responseDeadline?.cancel()
-        lifetime?.cancel()
+        end?.cancel()
     }
 
     private func admit(_ context: ChannelHandlerContext) {
@@ -124,7 +124,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         phase = .admitted
-        lifetime = context.eventLoop.assumeIsolated().scheduleTask(in: Self.lifetime) { context.close(promise: nil) }
+        end = context.eventLoop.assumeIsolated().scheduleTask(in: Self.lifetime) { context.close(promise: nil) }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -181,7 +181,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         phase = .refused
         board.remove(context.channel)
         responseDeadline?.cancel()
-        lifetime?.cancel()
+        end?.cancel()
         let body = context.channel.allocator.buffer(string: text)
         var fields: HTTPFields = [
             .contentType: "text/plain; charset=utf-8", .contentLength: String(body.readableBytes), .connection: "close",
