@@ -81,6 +81,8 @@ public final class StatusFile: @unchecked Sendable {
     /// The file's length after this process's last whole write; nil before the first.
     private var length: Int?
     private static let minimumInterval = 30.0
+    /// A status is well under a kilobyte.
+    static let maxBytes = 64 << 10
 
     public init(directory: String, gpsdAddress: String) {
         path = directory + "/" + Self.fileName
@@ -93,8 +95,15 @@ public final class StatusFile: @unchecked Sendable {
     public static func read(directory: String) -> Contents? {
         for attempt in 0..<2 {
             if attempt > 0 { usleep(20_000) }
-            guard let data = FileManager.default.contents(atPath: directory + "/" + fileName) else { return nil }
-            if let contents = try? JSONDecoder().decode(Contents.self, from: data) { return contents }
+            // Only a regular file of a status's size: a FIFO put there would block `fieldlog status` for ever.
+            let bytes: [UInt8]
+            do {
+                bytes = try FileIO.readRegular(fileName, in: directory, maxBytes: maxBytes)
+            } catch {
+                RefusedFiles.report(error)
+                return nil
+            }
+            if let contents = try? JSONDecoder().decode(Contents.self, from: Data(bytes)) { return contents }
         }
         return nil
     }
@@ -153,9 +162,19 @@ public final class StatusFile: @unchecked Sendable {
         bytes.append(UInt8(ascii: "\n"))
         // Best effort: status is informational and must never stop the recorder. A file left by an earlier
         // run is cut to nothing first; after that, padding covers what a longer write left.
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (length == nil ? O_TRUNC : 0), 0o644)
-        guard descriptor >= 0 else { return }
+        // Never through a link, nor into a FIFO or a device (opening a FIFO would block the recorder).
+        let descriptor = open(
+            path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (length == nil ? O_TRUNC : 0), 0o644)
+        guard descriptor >= 0 else {
+            if errno == ELOOP || errno == ENXIO { RefusedFiles.report(FileIOError(path: path, reason: "not a regular file", number: errno)) }
+            return
+        }
         defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            RefusedFiles.report(FileIOError(path: path, reason: "not a regular file", number: EINVAL))
+            return
+        }
         if let length, bytes.count < length {
             bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: length - bytes.count))
         }

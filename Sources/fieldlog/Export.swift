@@ -74,7 +74,19 @@ struct Export: ParsableCommand, ConfiguredCommand {
                 throw CleanExit.failure("fieldlog: cannot write to standard output: \(failure)")
             }
         } else {
-            // Written whole or not at all, and synced: an export is what the walker takes home.
+            // Written whole or not at all, and synced: an export is what the walker takes home. Renaming over
+            // a device, a FIFO or a directory would replace it with a file (as root, /dev/full became one).
+            var existing = stat()
+            if stat(output, &existing) == 0, existing.st_mode & S_IFMT != S_IFREG {
+                let kind =
+                    switch existing.st_mode & S_IFMT {
+                    case S_IFDIR: "a directory"
+                    case S_IFIFO: "a FIFO"
+                    case S_IFCHR, S_IFBLK: "a device"
+                    default: "not a regular file"
+                    }
+                throw CleanExit.failure("fieldlog: \(output) is \(kind); an export is written only as a regular file")
+            }
             do {
                 try FileIO.replace(output, with: bytes, durable: true)
             } catch {

@@ -101,3 +101,23 @@ private func cardEvents(_ messages: [String]) -> [String] {
     #expect(messages.contains { $0.hasPrefix("event: walk\ndata: {\"walk\":\"\(second)\"}") }, "\(messages)")
     #expect(cardEvents(messages).isEmpty)
 }
+
+/// A page reconnecting after missing a long walk (460 milestones, each with its photo outcome) gets every
+/// card it missed or a `walk` event that reloads it: the stream's buffer once took the first 254 cards and
+/// dropped the rest without a word.
+@Test func aReconnectingPageThatMissedALongWalkGetsEveryCardOrReloads() async throws {
+    let journal = LiveJournal()
+    let id = "20261118T094640Z"
+    journal.append([.walkStart(id: id, time: start, every: 100)] + (0..<460).map(LiveJournal.milestone), to: id)
+    let walk = LiveWalk(store: journal.store, currentWalk: { id })
+    let events = liveEvents(following: walk)
+    let stream = try #require(events.subscribe(since: "\(id)/0"))
+    let messages = await drain(stream, closing: events)
+    let cards = cardEvents(messages)
+    let reloads = messages.contains { $0.hasPrefix("event: walk\ndata: {\"walk\":\"\(id)\"}") }
+    #expect(reloads || cards == (0..<460).map { "milestone \($0)" }, "\(cards.count) cards, reload: \(reloads)")
+    // Missing a few still sends just those, no reload.
+    let again = liveEvents(following: walk)
+    let recent = await drain(try #require(again.subscribe(since: "\(id)/455")), closing: again)
+    #expect(cardEvents(recent) == (455..<460).map { "milestone \($0)" } && !recent.contains { $0.hasPrefix("event: walk") })
+}

@@ -1,5 +1,7 @@
 import FieldLog
 import Foundation
+import Logging
+import ServiceLifecycle
 import Testing
 import WalkSimulation
 
@@ -318,6 +320,133 @@ struct LivePageTests {
         #expect(cutOff > 25 && cutOff < 40, "cut off after \(cutOff) s")
     }
 
+    /// Time to a whole answer to `GET /` from a fresh connection, and its status: what a phone opening the page sees.
+    static func phoneGet(port: UInt16) -> (seconds: Double, status: Int) {
+        let started = Date()
+        let answer = RawHTTP.get("/", port: port, readFor: 10)
+        return (Date().timeIntervalSince(started), answer.body.contains("</html>") ? answer.status : 0)
+    }
+
+    /// The attacks of issue 27 on a recorder's live page, over plain sockets, while gpsfake replays a 600-fix
+    /// walk: 64 GETs announcing a 1 GB body and sending a byte every 10 s, then 400 idle sockets, then a
+    /// malformed request. A phone's GET answers within 2 s throughout, every answer carries the security
+    /// headers, and every fix is journaled. Before: the slow bodies held all 64 connections and the phone
+    /// waited unanswered; the parser's 400 had no security header.
+    @Test func theLivePageCannotBeStarvedByHostileClients() async throws {
+        var walk = SyntheticWalk(heading: 45)
+        walk.add([.walk(seconds: 600, speed: 1.4)])
+        let capture = directory + "/walk.nmea"
+        try walk.write(to: capture)
+        let port = Harness.freePort()
+        let gpsd = try await replay(capture, of: walk, over: 40)
+        let recording = try Child(
+            Harness.fieldlog, ["run", "--gpsd", gpsd.address, "--state-dir", state, "--http", "127.0.0.1:\(port)"],
+            in: directory)
+        defer { recording.reap() }
+        #expect(await waitUntil { journal().contains("\"walk_start\"") && Harness.accepts(port: port) })
+        var phone: [Double] = []
+
+        // 64 slow bodies, as many as the server's connections: each is refused when its head arrives.
+        let slowBody = "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\nx"
+        let slow = try (0..<64).map { _ in try RawHTTP.connect(port: port, timeout: 1) }
+        defer { slow.forEach { close($0) } }
+        let slowSent = Date()
+        for fd in slow { _ = Array(slowBody.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+        let answerBy = Date().addingTimeInterval(5)
+        let slowAnswers = slow.map { RawHTTP.read($0, for: max(0, answerBy.timeIntervalSinceNow)) }
+        let slowRefused = Date().timeIntervalSince(slowSent)
+        #expect(slowAnswers.allSatisfy { $0.status == 413 && $0.head.contains("X-Content-Type-Options: nosniff") },
+                "\(slowAnswers.filter { $0.status != 413 }.count) of 64 slow bodies not refused: \(slowAnswers.first?.head ?? "")")
+        for fd in slow { _ = send(fd, "x", 1, Int32(MSG_NOSIGNAL)) }  // the trickle goes on; nobody listens
+        let (afterSlow, afterSlowStatus) = Self.phoneGet(port: port)
+        #expect(afterSlowStatus == 200 && afterSlow < 2, "phone after the slow bodies: \(afterSlowStatus) in \(afterSlow) s")
+        phone.append(afterSlow)
+
+        // 400 idle sockets, six times the bound: each takes an idle one's place at once, and a phone still gets in.
+        let idle = (0..<400).compactMap { _ in try? RawHTTP.connect(port: port, timeout: 3) }
+        defer { idle.forEach { close($0) } }
+        #expect(idle.count == 400)
+        for _ in 0..<5 {
+            let (seconds, status) = Self.phoneGet(port: port)
+            #expect(status == 200 && seconds < 2, "phone among 400 idle sockets: \(status) in \(seconds) s")
+            phone.append(seconds)
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        // The idle sockets that lost their place were closed, not left waiting in the listen queue.
+        let dropStarted = Date()
+        var dropped = 0
+        for fd in idle {
+            var byte: UInt8 = 0
+            var wait = timeval(tv_sec: 0, tv_usec: 20_000)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+            if recv(fd, &byte, 1, 0) == 0 { dropped += 1 }
+        }
+        let dropChecked = Date().timeIntervalSince(dropStarted)
+        #expect(dropped >= 400 - 64, "\(dropped) of 400 idle sockets closed")
+
+        // A request the parser rejects: 400, with the security headers.
+        let malformed = RawHTTP.exchange("GET / HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n", port: port, readFor: 5)
+        #expect(malformed.status == 400, "\(malformed.head)")
+        for header in ["Content-Security-Policy: default-src 'none'", "X-Content-Type-Options: nosniff",
+                       "Referrer-Policy: no-referrer", "X-Frame-Options: DENY"] {
+            #expect(malformed.head.contains(header), "\(header) missing from the parser's 400: \(malformed.head)")
+        }
+
+        await gpsd.wait()
+        recording.signal(SIGTERM)
+        let stopped = await recording.wait(timeout: 20)
+        #expect(stopped.status == 0, "\(stopped.stderr)")
+        let log = try JournalStore(directory: state).read(try JournalStore(directory: state).resolve(nil))
+        #expect(log.points.count == walk.fixes.count, "\(log.points.count) of \(walk.fixes.count) fixes journaled")
+        print("""
+            hostile clients: 64 slow-body GETs refused (413) within \(String(format: "%.2f", slowRefused)) s; \
+            400 idle sockets, \(dropped) closed (checked in \(String(format: "%.2f", dropChecked)) s); \
+            phone GET worst \(String(format: "%.2f", phone.max() ?? -1)) s over \(phone.count) probes; \
+            \(log.points.count) of \(walk.fixes.count) fixes journaled
+            """)
+    }
+
+    /// Beyond the connection bound, with every connection running a request (event streams here, the bound
+    /// lowered to 4 in-process), a client is answered 503 at once; idle sockets give their places to new
+    /// clients. Before: the fifth client waited in the listen queue, unanswered.
+    @Test func aClientBeyondTheBoundIsAnsweredAtOnce() async throws {
+        let port = Harness.freePort()
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        var configuration = WebService.Configuration(host: "127.0.0.1", port: Int(port))
+        configuration.maxConnections = 4
+        configuration.maxSubscribers = 4
+        let logger = Logger(label: "live-page-test")
+        let service = WebService(
+            configuration: configuration, store: JournalStore(directory: state), cacheDirectory: cache,
+            currentWalk: { nil },
+            status: { LiveStatus(distance: 0, milestones: 0, gpsd: .connected, lastFixWall: nil, photos: nil, storage: nil) },
+            logger: logger)
+        let group = ServiceGroup(services: [service], logger: logger)
+        let running = Task { try await group.run() }
+        #expect(await waitUntil { Harness.accepts(port: port) })
+
+        var streams = try (0..<4).map { _ in try RawHTTP.Stream(path: "/events", port: port) }
+        #expect(streams.allSatisfy { $0.head.hasPrefix("HTTP/1.1 200") })
+        let started = Date()
+        let refused = RawHTTP.get("/", port: port, readFor: 3)
+        let refusedIn = Date().timeIntervalSince(started)
+        #expect(refused.status == 503 && refused.head.contains("Retry-After") && refused.head.contains("X-Frame-Options: DENY"),
+                "\(refused.head)")
+        #expect(refusedIn < 1, "503 after \(refusedIn) s")
+
+        // One page goes; 20 idle sockets then take no place a page needs.
+        streams.removeFirst().close()
+        let idle = (0..<20).compactMap { _ in try? RawHTTP.connect(port: port) }
+        defer { idle.forEach { close($0) } }
+        let page = RawHTTP.get("/", port: port, readFor: 3)
+        #expect(page.status == 200, "\(page.head)")
+        print("beyond the bound of 4: 503 in \(String(format: "%.3f", refusedIn)) s")
+
+        streams.forEach { $0.close() }
+        await group.triggerGracefulShutdown()
+        try await running.value
+    }
+
     /// A key Flickr rejects: the status line says so, the walk goes on, and the key is still nowhere.
     @Test func aRejectedKeyShowsInTheStatusLine() async throws {
         try await flickr.start()
@@ -416,9 +545,14 @@ enum RawHTTP {
         guard let fd = try? connect(port: port, timeout: min(5, readFor)) else { return Answer(head: "", body: "") }
         defer { close(fd) }
         _ = Array(request.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        return read(fd, for: readFor)
+    }
+
+    /// What the server sends on `fd` until it closes, 5 s pass without a byte, or `seconds` pass.
+    static func read(_ fd: Int32, for seconds: Double) -> Answer {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
-        let deadline = Date().addingTimeInterval(readFor)
+        let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             guard count > 0 else { break }

@@ -231,3 +231,20 @@ func invalidKeysAreRejected(key: String) async throws {
     #expect(error.description.contains("--cache-dir"))
     #expect(ThumbnailCacheError(.invalidKey, path: "../x").description.contains("\"../x\""))
 }
+
+/// A link put in place of a cached file while the cache is open: using the entry must not change the times
+/// of the file it points to (as root, any file on the system).
+@Test func touchingAnEntryReplacedByALinkLeavesItsTargetAlone() async throws {
+    let directory = Harness.temporaryDirectory()
+    let cache = try ThumbnailCache(directory: directory + "/cache", maxBytes: 1 << 20)
+    try await cache.store(key: "a", bytes: bytes(100))
+    let outside = directory + "/outside.txt"
+    try "not a thumbnail".write(toFile: outside, atomically: true, encoding: .utf8)
+    let old = Date(timeIntervalSince1970: 1_000_000_000)
+    try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: outside)
+    try FileManager.default.removeItem(atPath: directory + "/cache/a.jpg")
+    try FileManager.default.createSymbolicLink(atPath: directory + "/cache/a.jpg", withDestinationPath: outside)
+    try await cache.touch("a")
+    let modified = try FileManager.default.attributesOfItem(atPath: outside)[.modificationDate] as? Date
+    #expect(modified == old, "the link's target was stamped: \(String(describing: modified))")
+}

@@ -26,9 +26,17 @@ public final class JournalFile {
     public init(path: String) throws(JournalError) {
         self.path = path
         let existed = access(path, F_OK) == 0
-        // Read access too: if the file is unlinked behind our back, its bytes are copied to a new one.
-        let fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        // Read access too: if the file is unlinked behind our back, its bytes are copied to a new one. Never
+        // through a link, and never a FIFO or a device (a FIFO's writes would block the recorder when full).
+        let fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw JournalError(.cannotOpen, path: path, errno: errno) }
+        var status = stat()
+        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG,
+            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == 0
+        else {
+            close(fd)
+            throw JournalError(.cannotOpen, path: path, reason: "not a regular file")
+        }
         descriptor = fd
         let size = lseek(fd, 0, SEEK_END)
         length = max(0, size)
@@ -163,9 +171,13 @@ public final class JournalFile {
     /// where a file's size got ahead of its data. Returns the bytes removed.
     @discardableResult
     public static func repairTornTail(path: String) throws(JournalError) -> Int {
-        let fd = open(path, O_RDWR | O_CLOEXEC)
+        let fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw JournalError(.cannotOpen, path: path, errno: errno) }
         defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            throw JournalError(.cannotOpen, path: path, reason: "not a regular file")
+        }
         let size = lseek(fd, 0, SEEK_END)
         guard size > 0 else { return 0 }
         // Scan backwards in blocks for the last newline.

@@ -18,6 +18,9 @@ public struct JournalStore: Sendable {
 
     static let prefix = "walk-"
     static let suffix = ".jsonl"
+    /// The largest journal read: about five days of walking without a pause at one fix a second (150 bytes a
+    /// fix), far beyond any walk, and a bound on what a damaged or planted file can make fieldlog allocate.
+    public static let maxJournalBytes = 64 << 20
 
     public func path(for id: String) -> String {
         directory + "/" + Self.prefix + id + Self.suffix
@@ -45,7 +48,9 @@ public struct JournalStore: Sendable {
         }
     }
 
-    /// Walk ids, oldest first.
+    /// Walk ids, oldest first: journals that are regular files of at most `maxJournalBytes`. A link, a FIFO
+    /// (opening it would wait for a writer for ever) or an oversized file named like a journal is skipped
+    /// and told of once: no command, nor the recorder, reads it.
     public func walkIDs() throws(JournalError) -> [String] {
         let names: [String]
         do {
@@ -54,9 +59,23 @@ public struct JournalStore: Sendable {
             let exists = FileManager.default.fileExists(atPath: directory)
             throw JournalError(.cannotRead, path: directory, reason: exists ? "permission denied" : "no such directory")
         }
-        return names.filter { $0.hasPrefix(Self.prefix) && $0.hasSuffix(Self.suffix) }
+        let parent = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        defer { if parent >= 0 { close(parent) } }
+        return names.filter { $0.hasPrefix(Self.prefix) && $0.hasSuffix(Self.suffix) && isJournal($0, in: parent) }
             .map { String($0.dropFirst(Self.prefix.count).dropLast(Self.suffix.count)) }
             .sorted()
+    }
+
+    private func isJournal(_ name: String, in parent: Int32) -> Bool {
+        var status = stat()
+        guard parent >= 0, fstatat(parent, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
+        let reason =
+            status.st_mode & S_IFMT != S_IFREG ? "not a regular file"
+            : status.st_size > Self.maxJournalBytes ? "\(status.st_size) bytes, more than the \(Self.maxJournalBytes) a journal may hold"
+            : nil
+        guard let reason else { return true }
+        RefusedFiles.report(FileIOError(path: directory + "/" + name, reason: reason, number: EINVAL))
+        return false
     }
 
     /// Resolves a walk id or `latest` (the default) to an existing walk id.
@@ -93,7 +112,8 @@ public struct JournalStore: Sendable {
     public func read(_ id: String) throws(JournalError) -> WalkLog {
         let path = path(for: id)
         do {
-            return WalkLog.parse(id: id, contents: try FileIO.readAll(path))
+            return WalkLog.parse(
+                id: id, contents: try FileIO.readRegular(Self.prefix + id + Self.suffix, in: directory, maxBytes: Self.maxJournalBytes))
         } catch {
             throw JournalError(.cannotRead, path: path, reason: error.reason)
         }

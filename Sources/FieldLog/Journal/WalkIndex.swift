@@ -43,13 +43,22 @@ public struct WalkSummary: Codable, Sendable, Equatable {
 /// rebuilt from the journals, one at a time.
 public enum WalkIndex {
     public static let fileName = "walks.index"
+    /// About 250 bytes a walk: room for some 60 000 walks. A larger file (or not a regular file) is not read
+    /// but rebuilt.
+    static let maxBytes = 16 << 20
 
     /// Summaries of every walk, oldest first. Saves the index when it changed and `save` is set; a
     /// failure to save is ignored (a read-only viewer, a full disk: it is rebuilt next time).
     public static func summaries(in store: JournalStore, save: Bool = true) throws(JournalError) -> [WalkSummary] {
         let path = store.directory + "/" + fileName
+        var stored: [UInt8] = []
+        do {
+            stored = try FileIO.readRegular(fileName, in: store.directory, maxBytes: maxBytes)
+        } catch {
+            RefusedFiles.report(error)
+        }
         let known = Dictionary(
-            ((try? JSONDecoder().decode([WalkSummary].self, from: Data(FileIO.readAll(path)))) ?? []).map { ($0.id, $0) },
+            ((try? JSONDecoder().decode([WalkSummary].self, from: Data(stored))) ?? []).map { ($0.id, $0) },
             uniquingKeysWith: { _, last in last })
         var summaries: [WalkSummary] = []
         var changed = false

@@ -215,7 +215,8 @@ public actor ThumbnailCache {
             time.tv_sec = time_t(nanoseconds / 1_000_000_000)
             time.tv_nsec = Int(nanoseconds % 1_000_000_000)
             let times = [time, time]
-            return utimensat(AT_FDCWD, path, times, 0) == 0
+            // Not through a link put in place of the file: that would stamp whatever it points to.
+            return utimensat(AT_FDCWD, path, times, AT_SYMLINK_NOFOLLOW) == 0
         }
 
         /// Reads the directory: removes temporary files a crash left, files and links whose names are

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Synchronization
 
 /// The few file operations fieldlog needs beyond Foundation's, with errno turned into messages.
 public enum FileIO {
@@ -61,6 +62,63 @@ public enum FileIO {
         return bytes
     }
 
+    /// Opens `name` in `directory` for reading, only if it is what a file fieldlog keeps must be: a regular
+    /// file (not a link, followed nowhere: O_NOFOLLOW relative to the directory; not a FIFO or a device,
+    /// which could block the opening or the reading for ever: O_NONBLOCK) of at most `maxBytes`. Returns the
+    /// descriptor, which the caller closes, and the size.
+    public static func openRegular(_ name: String, in directory: String, maxBytes: Int) throws(FileIOError)
+        -> (descriptor: Int32, size: Int)
+    {
+        let path = directory + "/" + name
+        let parent = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard parent >= 0 else { throw FileIOError(path: directory, reason: String(cString: strerror(errno)), number: errno) }
+        defer { close(parent) }
+        let descriptor = openat(parent, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            let number = errno
+            throw FileIOError(path: path, reason: number == ELOOP ? "a symbolic link" : String(cString: strerror(number)), number: number)
+        }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            let number = errno
+            close(descriptor)
+            throw FileIOError(path: path, reason: String(cString: strerror(number)), number: number)
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            close(descriptor)
+            throw FileIOError(path: path, reason: "not a regular file", number: EINVAL)
+        }
+        guard status.st_size <= maxBytes else {
+            close(descriptor)
+            throw FileIOError(path: path, reason: "\(status.st_size) bytes, more than the \(maxBytes) it may hold", number: EFBIG)
+        }
+        return (descriptor, Int(status.st_size))
+    }
+
+    /// The contents of `name` in `directory` if it passes `openRegular`, read to its end but never past
+    /// `maxBytes` (a file still growing stops there).
+    public static func readRegular(_ name: String, in directory: String, maxBytes: Int) throws(FileIOError) -> [UInt8] {
+        let (descriptor, size) = try openRegular(name, in: directory, maxBytes: maxBytes)
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: min(maxBytes, size + (1 << 16)))
+        var filled = 0
+        while filled < bytes.count {
+            let got = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + filled, $0.count - filled) }
+            if got < 0 && errno == EINTR { continue }
+            if got < 0 {
+                throw FileIOError(path: directory + "/" + name, reason: String(cString: strerror(errno)), number: errno)
+            }
+            if got == 0 { break }
+            filled += got
+            // A journal being recorded grows while it is read: take what came after fstat too, up to the bound.
+            if filled == bytes.count && bytes.count < maxBytes {
+                bytes += [UInt8](repeating: 0, count: min(maxBytes - bytes.count, 1 << 16))
+            }
+        }
+        bytes.removeSubrange(filled...)
+        return bytes
+    }
+
     /// `mkdir -p`: `directory` and its missing parents; an error names the one that could not be made.
     public static func makeDirectories(_ directory: String) throws(FileIOError) {
         var prefix = directory.hasPrefix("/") ? "" : "."
@@ -106,4 +164,16 @@ public struct FileIOError: Error, CustomStringConvertible {
     public var number: Int32 = 0
 
     public var description: String { "cannot write \(path): \(reason)" }
+}
+
+/// Files fieldlog found not to be what they claim (a link, a FIFO, a device, one larger than it may be):
+/// skipped, and each told once per process on standard error (the service's goes to journald).
+enum RefusedFiles {
+    private static let told = Mutex(Set<String>())
+
+    /// Tells of `error` once per path; a file that is simply gone (an evicted thumbnail) is not worth a word.
+    static func report(_ error: FileIOError) {
+        guard error.number != ENOENT, told.withLock({ $0.insert(error.path).inserted }) else { return }
+        _ = FileIO.writeAll("fieldlog: skipped \(error.path): \(error.reason)\n".utf8, to: STDERR_FILENO)
+    }
 }

@@ -17,14 +17,24 @@ public final class JournalFollower {
         self.offset = offset
     }
 
-    /// The complete lines appended since the last call.
+    /// The complete lines appended since the last call. Only from a regular file of at most
+    /// `JournalStore.maxJournalBytes`, opened without following a link or waiting on a FIFO; anything else
+    /// gives no lines (and is told of once).
     public func newLines() -> [Substring] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return [] }
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let fd: Int32
+        do {
+            fd = try FileIO.openRegular(name, in: directory, maxBytes: JournalStore.maxJournalBytes).descriptor
+        } catch {
+            RefusedFiles.report(error)
+            return []
+        }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 65536)
         var bytes = partial
-        while true {
+        while offset < JournalStore.maxJournalBytes {
             let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, offset) }
             guard count > 0 else { break }
             bytes += buffer[0..<count]

@@ -19,7 +19,8 @@ import Synchronization
 /// - `status`: `{"line", "gpsd", "photos", "distance_m", "milestones", "last_fix_age_s", "summary"}`
 ///   (`summary` the page's summary list), at once when something other than the distance or the fix's age
 ///   changes, else every `statusInterval`.
-/// - `walk`: `{"walk"}`, another walk began (or the journal was rewritten): reload the page.
+/// - `walk`: `{"walk"}`, another walk began (or the journal was rewritten), or a reconnecting page missed
+///   more cards than it is sensible to resend: reload the page.
 final class LiveEvents: Sendable {
     private struct State {
         var subscribers: [Int: AsyncStream<String>.Continuation] = [:]
@@ -151,7 +152,11 @@ final class LiveEvents: Sendable {
             guard let since, let slash = since.lastIndex(of: "/"), let seq = Int(since[since.index(after: slash)...])
             else { return messages }
             guard let view, view.log.id == since[..<slash] else { return messages + [walkEvent(view?.log.id)] }
-            messages += view.changes(after: seq).map { cardEvent($0.kind, milestone: $0.milestone, seq: $0.seq, view: view) }
+            let missed = view.changes(after: seq)
+            // More than half the stream's buffer would leave no room for what comes next (the rest was once
+            // dropped without a word): the page reloads instead, which shows every card.
+            guard missed.count <= bufferLimit / 2 else { return messages + [walkEvent(view.log.id)] }
+            messages += missed.map { cardEvent($0.kind, milestone: $0.milestone, seq: $0.seq, view: view) }
             return messages
         }
     }

@@ -25,13 +25,15 @@ import ServiceLifecycle
 ///
 /// Nothing else is reachable: no method but GET and HEAD, no file outside the thumbnail cache and the
 /// walk's journal, never the API key (the server is not given it). Connections, event subscribers, header
-/// sizes and idle time are bounded; the recorder's thread is never touched (the walk is read from its
-/// journal), so a crowd of pages cannot slow it down.
+/// sizes, idle time, response time and each connection's lifetime are bounded, request bodies refused (see
+/// `ConnectionGuard`); the recorder's thread is never touched (the walk is read from its journal), so a
+/// crowd of pages cannot slow it down.
 public struct WebService: Service {
     public struct Configuration: Sendable {
         public var host: String
         public var port: Int
-        /// Open connections at once; more wait in the listen backlog.
+        /// Connections served at once; one more takes the place of the one idle longest, or is answered 503
+        /// at once when every one is running a request.
         public var maxConnections = 64
         /// Open event streams at once; more are answered 503.
         public var maxSubscribers = 32
@@ -89,17 +91,21 @@ public struct WebService: Service {
         }
         let (host, port) = (configuration.host, configuration.port)
         let responder = router.buildResponder()
+        let board = ConnectionBoard(limit: configuration.maxConnections)
         // HummingbirdCore's server with the router, not Hummingbird's Application: an Application refreshes
         // its Date header every second, which woke the process up to four times a second with nobody looking.
         do {
             let server = try HTTPServerBuilder.http1(
                 configuration: .init(
+                    additionalChannelHandlers: [ConnectionGuard(board: board)],
                     idleTimeout: configuration.idleTimeout,
                     httpDecoderConfiguration: .init(maxHeaderFieldSize: 8 << 10, maxHeaderListSize: 16 << 10, maxHeaderFieldCount: 64))
             ).buildServer(
                 configuration: .init(
                     address: .hostname(host, port: port),
-                    availableConnectionsDelegate: MaximumAvailableConnections(configuration.maxConnections)),
+                    // Only a bound on descriptors: connections over `maxConnections` are answered or replace
+                    // an idle one at once, and refused ones close within a few seconds.
+                    availableConnectionsDelegate: MaximumAvailableConnections(4 * configuration.maxConnections)),
                 eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger,
                 responder: { [logger] request, writer, channel in
                     var response: Response
@@ -199,37 +205,21 @@ public struct WebService: Service {
     }
 }
 
-/// GET and HEAD only, and the security headers on every response.
+/// GET and HEAD only (the security headers are added to every answer by `ConnectionGuard`).
 struct ReadOnlyMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
         guard request.method == .get || request.method == .head else {
-            var response = Response(status: .methodNotAllowed, headers: [.allow: "GET, HEAD"])
-            Self.secure(&response)
-            return response
+            return Response(status: .methodNotAllowed, headers: [.allow: "GET, HEAD"])
         }
-        var response: Response
         do {
-            response = try await next(request, context)
+            return try await next(request, context)
         } catch let error as HTTPResponseError {
             // A plain status and nothing of the request echoed back.
-            response = Response(status: error.status, headers: [.contentType: "text/plain; charset=utf-8"],
-                                body: .init(byteBuffer: ByteBuffer(string: "\(error.status.code) \(error.status.reasonPhrase)\n")))
+            return Response(status: error.status, headers: [.contentType: "text/plain; charset=utf-8"],
+                            body: .init(byteBuffer: ByteBuffer(string: "\(error.status.code) \(error.status.reasonPhrase)\n")))
         }
-        Self.secure(&response)
-        return response
-    }
-
-    static func secure(_ response: inout Response) {
-        if response.headers[.contentSecurityPolicy] == nil {
-            response.headers[.contentSecurityPolicy] = HTMLExport.liveContentSecurityPolicy + "; frame-ancestors 'none'"
-        }
-        if response.headers[.cacheControl] == nil { response.headers[.cacheControl] = "no-store" }
-        response.headers[.xContentTypeOptions] = "nosniff"
-        response.headers[.referrerPolicy] = "no-referrer"
-        response.headers[.xFrameOptions] = "DENY"
-        response.headers[.crossOriginResourcePolicy] = "same-origin"
     }
 }
 
