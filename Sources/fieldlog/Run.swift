@@ -173,7 +173,8 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
                     let gpsd = statusFile.gpsdState
                     return LiveStatus(
                         distance: summary.distance, milestones: summary.milestones, gpsd: gpsd.state,
-                        lastFixWall: gpsd.lastFixWall, photos: activity?.current, storage: summary.storage?.reason)
+                        lastFixWall: gpsd.lastFixWall, photos: activity?.current, storage: summary.storage?.reason,
+                        suspectFixes: summary.suspectFixes, rejectedFixes: summary.rejectedFixes)
                 },
                 logger: logger)
             services.append(.init(service: web, successTerminationBehavior: .ignore))

@@ -31,10 +31,12 @@ struct HostileGPSTests {
     }
 
     /// Starts `fieldlog run` (reconnecting, until SIGTERM) against a FakeGPSD playing `script`.
-    func record(script: @escaping @Sendable (Int) -> FakeGPSD.Script) async throws -> (Child, FakeGPSD) {
+    func record(
+        _ options: [String] = [], script: @escaping @Sendable (Int) -> FakeGPSD.Script
+    ) async throws -> (Child, FakeGPSD) {
         let gpsd = try await FakeGPSD.start(script: script)
         let recorder = try Child(
-            Harness.fieldlog, ["run", "--gpsd", gpsd.address, "--state-dir", state, "--log-level", "warning"],
+            Harness.fieldlog, ["run", "--gpsd", gpsd.address, "--state-dir", state, "--log-level", "warning"] + options,
             in: directory)
         return (recorder, gpsd)
     }
@@ -80,10 +82,15 @@ struct HostileGPSTests {
     @Test func aFixDatedTwentyOneHundredMidWalkIsHeldAndTheWalkGoesOn() async throws {
         let lines = Self.fixes(0..<30) + [FakeGPSD.tpv(time: "2100-01-01T00:00:00.000Z", lat: 52.85, lon: Self.longitude(30))]
             + Self.fixes(30..<60)
-        let (recorder, gpsd) = try await record { _ in .init(lines: lines, closeAtEnd: false) }
+        let port = Harness.freePort()
+        let (recorder, gpsd) = try await record(["--http", "127.0.0.1:\(port)"]) { _ in
+            .init(lines: lines, closeAtEnd: false)
+        }
         defer { recorder.reap() }
         // The last fix is journaled when gpsd goes quiet (2 s).
         try await waitFor(points: 60)
+        let page = RawHTTP.get("/", port: port, readFor: 5)
+        #expect(page.body.contains("1 fix dropped for an implausible GPS time"), "the live page's status line")
         let status = try await fieldlog(["status", "--state-dir", state], in: directory)
         #expect(status.status == 0)
         #expect(status.stdout.contains("walk       20260518T090000Z (open)"), "\(status.stdout)")

@@ -9,10 +9,13 @@ public struct LiveStatus: Sendable, Equatable {
     public var photos: PhotoActivity.State?
     /// Why journal records are held in memory, while the storage fails.
     public var storage: String?
+    /// Fixes not recorded this session: held for an implausible GPS time, or rejected (accuracy, a jump).
+    public var suspectFixes: Int
+    public var rejectedFixes: Int
 
     public init(
         distance: Double, milestones: Int, gpsd: StatusFile.GPSDState, lastFixWall: Double?,
-        photos: PhotoActivity.State?, storage: String?
+        photos: PhotoActivity.State?, storage: String?, suspectFixes: Int = 0, rejectedFixes: Int = 0
     ) {
         self.distance = distance
         self.milestones = milestones
@@ -20,6 +23,8 @@ public struct LiveStatus: Sendable, Equatable {
         self.lastFixWall = lastFixWall
         self.photos = photos
         self.storage = storage
+        self.suspectFixes = suspectFixes
+        self.rejectedFixes = rejectedFixes
     }
 
     /// What is worth telling at once; the rest (distance, the fix's age) waits for the periodic refresh.
@@ -27,6 +32,7 @@ public struct LiveStatus: Sendable, Equatable {
         var copy = self
         copy.distance = 0
         copy.lastFixWall = nil
+        copy.rejectedFixes = 0  // can grow every second with a poor sky: told with the periodic refresh
         return copy
     }
 
@@ -44,6 +50,8 @@ public struct LiveStatus: Sendable, Equatable {
         parts.append("gpsd \(gpsd.rawValue)")
         parts.append("photos: " + (photos?.description(now: now) ?? "no photo source"))
         if let storage { parts.append("storage failing: \(storage)") }
+        if suspectFixes > 0 { parts.append("\(Self.fixes(suspectFixes)) dropped for an implausible GPS time") }
+        if rejectedFixes > 0 { parts.append("\(Self.fixes(rejectedFixes)) dropped as inaccurate or impossible") }
         return parts.joined(separator: " · ")
     }
 
@@ -58,6 +66,8 @@ public struct LiveStatus: Sendable, Equatable {
         case .unusable: "unusable"
         }
     }
+
+    private static func fixes(_ count: Int) -> String { count == 1 ? "1 fix" : "\(count) fixes" }
 
     private static func age(_ seconds: Double) -> String {
         let whole = max(0, Int(seconds.rounded(.down)))
