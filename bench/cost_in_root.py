@@ -30,28 +30,24 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_listening(port, seconds=30):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 1).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"gpsd did not listen on {port}")
-
-
 def callgrind(argv, log):
     done = subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=yes", "--callgrind-out-file=/dev/null",
                            f"--log-file={log}.%p"] + argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                           env=dict(os.environ, FIELDLOG_CONFIG="/dev/null"))
+    if done.returncode != 0:
+        raise RuntimeError(f"callgrind {argv[:2]} failed (exit {done.returncode})")
+    return collected(log)
+
+
+def collected(log):
+    """Instructions callgrind counted in every process it followed (their logs are log.PID)."""
     total = 0
     for path in glob.glob(f"{log}.*"):
         match = re.search(r"Collected : (\d+)", open(path).read())
         total += int(match.group(1)) if match else 0
         os.remove(path)
-    if done.returncode != 0 or total == 0:
-        raise RuntimeError(f"callgrind {argv[:2]} failed (exit {done.returncode})")
+    if total == 0:
+        raise RuntimeError(f"callgrind counted nothing ({log}.*)")
     return total
 
 
@@ -63,21 +59,23 @@ def replay(fieldlog, walk, work, cycle, under_callgrind=False, sample=False):
     """Replays `walk` through gpsfake into `fieldlog run --once`; (instructions or None, fixes, RSS samples kB)."""
     state, port = f"{work}/state", free_port()
     subprocess.run(["rm", "-rf", state, f"{work}/cache"])
-    gpsfake = subprocess.Popen(["gpsfake", "-1", "-p", "-q", "-c", str(cycle), "-P", str(port), walk],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    wait_listening(port)
     argv = [fieldlog, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", state,
             "--cache-dir", f"{work}/cache"]
-    instructions, samples = None, []
+    # The recorder first (it retries gpsd), then gpsfake, which waits for a client before it replays: the whole
+    # walk reaches the recorder however slowly it starts under valgrind.
     if under_callgrind:
-        instructions = callgrind(argv, f"{work}/callgrind")
-    else:
-        recorder = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                    env=dict(os.environ, FIELDLOG_CONFIG="/dev/null"))
-        while recorder.poll() is None:
-            if sample:
-                samples.append(vmrss(recorder.pid))
-            time.sleep(1)
+        argv = ["valgrind", "--tool=callgrind", "--trace-children=yes", "--callgrind-out-file=/dev/null",
+                f"--log-file={work}/callgrind.%p"] + argv
+    recorder = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=dict(os.environ, FIELDLOG_CONFIG="/dev/null"))
+    gpsfake = subprocess.Popen(["gpsfake", "-1", "-q", "-c", str(cycle), "-P", str(port), walk],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    samples = []
+    while recorder.poll() is None:
+        if sample:
+            samples.append(vmrss(recorder.pid))
+        time.sleep(1)
+    instructions = collected(f"{work}/callgrind") if under_callgrind else None
     gpsfake.wait(timeout=600)
     return instructions, journaled_fixes(state), [s for s in samples if s]
 
