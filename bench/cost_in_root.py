@@ -18,27 +18,12 @@ import glob
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_listening(port, seconds=30):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 1).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"gpsd did not listen on {port}")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+from fieldlog_tools import start_gpsfake  # noqa: E402
 
 
 def callgrind(argv, log):
@@ -61,11 +46,9 @@ def journaled_fixes(state):
 
 def replay(fieldlog, walk, work, cycle, under_callgrind=False, sample=False):
     """Replays `walk` through gpsfake into `fieldlog run --once`; (instructions or None, fixes, RSS samples kB)."""
-    state, port = f"{work}/state", free_port()
+    state = f"{work}/state"
     subprocess.run(["rm", "-rf", state, f"{work}/cache"])
-    gpsfake = subprocess.Popen(["gpsfake", "-1", "-p", "-q", "-c", str(cycle), "-P", str(port), walk],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    wait_listening(port)
+    gpsfake, port = start_gpsfake(walk, cycle)
     argv = [fieldlog, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", state,
             "--cache-dir", f"{work}/cache"]
     instructions, samples = None, []
