@@ -11,8 +11,8 @@ what a power cut would leave:
   order with every fsync).
 
 The cut is decided outside: the driver SIGKILLs fieldlog, writes REPORT_DIR/cut (`VARIANT SEED TIME`, TIME
-the monotonic clock when it killed fieldlog) and unmounts. Only then does this process reset BACKING to exactly the durable state, with the variant's tail on
-each file that had unsynced appends:
+the monotonic clock when it killed fieldlog) and unmounts. Only then does this process reset BACKING to
+exactly the durable state, with the variant's tail on each file that had unsynced appends:
 - `drop`: nothing unsynced survives;
 - `torn`: a random prefix of the unsynced appended bytes survives (`partial`: never none or all of it);
 - `zero`: the file keeps a random longer size, a random real prefix, then NUL bytes (ext4 can do this).
