@@ -33,17 +33,18 @@ def wait_listening(port, seconds=30.0):
 
 def start_gpsfake(capture, cycle=0.0, port=None, log=None, wait=True):
     """gpsfake replaying `capture` once into a private gpsd on `port` (a free one if None), `cycle` seconds per
-    sentence (0: as fast as gpsd takes them), its output appended to `log` (a path) or dropped. In a session of
-    its own, so that `stop` ends its gpsd with it.
+    sentence (0: as fast as gpsd takes them), its messages appended to `log` (a path) or dropped (its standard
+    output, gpsd's reports in pipe mode, is dropped). In a session of its own, so that `stop` ends its gpsd
+    with it.
     With `wait`, returns once gpsd listens (within about 0.65 s; gpsfake starts replaying 1.4 s after it
     starts, whether anyone is connected or not), and raises RuntimeError if it does not within 30 s.
     Returns (process, port)."""
     port = port or free_port()
-    output = open(log, "ab") if log else subprocess.DEVNULL
+    errors = open(log, "ab") if log else subprocess.DEVNULL
     proc = subprocess.Popen([GPSFAKE, "-1", "-p", "-q", "-c", f"{cycle:g}", "-P", str(port), str(capture)],
-                            stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+                            stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True)
     if log:
-        output.close()  # the child has its own copy
+        errors.close()  # the child has its own copy
     if wait and not wait_listening(port):
         stop(proc)
         raise RuntimeError(f"gpsfake's gpsd did not listen on port {port} within 30 s")
