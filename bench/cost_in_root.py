@@ -18,16 +18,12 @@ import glob
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+from fieldlog_tools import free_port  # noqa: E402
 
 
 def callgrind(argv, log):

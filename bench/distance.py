@@ -24,10 +24,12 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from walkbench import start_gpsfake, stop, wait_rusage  # noqa: E402
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "tools")]
+from fieldlog_tools import start_gpsfake, stop  # noqa: E402
+from walkbench import wait_rusage  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = HERE.parent
 RADIUS = 6_371_008.8  # Geodesy.meanRadius
 EVERY = 100.0
 # Seconds per sentence: fast for the generated NMEA; as the tests replay them for the real captures, some of which
@@ -104,7 +106,7 @@ def replay_into_fieldlog(binary, capture, work, cycle, state):
     clock: on a busy machine a short capture can be over before fieldlog connects, and `--once` then waits
     for a gpsd that will not come back."""
     shutil.rmtree(state, ignore_errors=True)
-    gpsfake, port = start_gpsfake(capture, work, cycle=cycle)
+    gpsfake, port = start_gpsfake(capture, cycle, log=work / "gpsfake.log")
     proc = subprocess.Popen([str(binary), "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", str(state),
                              "--cache-dir", str(work / "cache")],
                             env={"FIELDLOG_CONFIG": "/dev/null", "PATH": "/usr/bin:/bin"},
@@ -161,7 +163,7 @@ def run_fieldlog(binary, capture, work, cycle):
 def run_gpxlogger(capture, work, cycle):
     out = work / "gpxlogger.gpx"
     out.unlink(missing_ok=True)
-    gpsfake, port = start_gpsfake(capture, work, cycle=cycle)
+    gpsfake, port = start_gpsfake(capture, cycle, log=work / "gpsfake.log")
     proc = subprocess.Popen(["gpxlogger", "-e", "sockets", "-f", str(out), f"127.0.0.1:{port}"],
                             stderr=subprocess.DEVNULL)
     wait_rusage(proc)

@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from walkbench import (cpu_seconds, free_port, last_fix_time, machine, memory_kb, parse_time,  # noqa: E402
-                       start_gpsfake, stop, wait_rusage, wakeups)
+sys.path[:0] = [str(HERE), str(HERE.parent / "tools")]
+from fieldlog_tools import free_port, start_gpsfake, stop  # noqa: E402
+from walkbench import cpu_seconds, last_fix_time, machine, memory_kb, parse_time, wait_rusage, wakeups  # noqa: E402
 
 
 class Followers:
@@ -97,7 +97,7 @@ def main():
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
     load = os.getloadavg()[0]
-    gpsfake, gpsd_port = start_gpsfake(capture, args.work, cycle=0.5)
+    gpsfake, gpsd_port = start_gpsfake(capture, 0.5, log=args.work / "gpsfake.log")
     ports = {name: free_port() for name in ("idle", "pages", "wrk")}
     runs = {"plain": [], "idle": ["--http", f"127.0.0.1:{ports['idle']}"],
             "pages": ["--http", f"127.0.0.1:{ports['pages']}"], "wrk": ["--http", f"127.0.0.1:{ports['wrk']}"]}

@@ -28,8 +28,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parent / "tools")]
 import walkbench  # noqa: E402
+from fieldlog_tools import start_gpsfake, stop  # noqa: E402
 from fake_flickr import API_KEY, FakeFlickr  # noqa: E402
 
 
@@ -50,7 +51,7 @@ def main():
     runs = [(b, p) for b in binaries for p in ((False, True) if args.both else (args.photos,))]
     flickr = FakeFlickr(HERE.parent / "demo/photos/Bridge_by_Sander_Klootwijk.jpg") if args.photos or args.both else None
     photo_args = ["--flickr-endpoint", flickr.endpoint, "--flickr-rate", "100000000"] if flickr else []
-    gpsfake, port = walkbench.start_gpsfake(capture, work, cycle=0.5)
+    gpsfake, port = start_gpsfake(capture, 0.5, log=work / "gpsfake.log")
     gpxlogger_path = shutil.which("gpxlogger")
     journals, processes = [], []
     readahead = None
@@ -106,7 +107,7 @@ def main():
         if readahead:
             path, value = readahead
             path.write_text(value)
-        walkbench.stop(gpsfake)
+        stop(gpsfake)
         if flickr:
             flickr.stop()
         shutil.rmtree(work, ignore_errors=True)

@@ -10,7 +10,6 @@ wait4) are the figures to compare.
 import argparse
 import json
 import os
-import resource
 import shutil
 import signal
 import socket
@@ -23,16 +22,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parent / "tools")]
 from fake_flickr import API_KEY, FakeFlickr  # noqa: E402
-
-GPSFAKE = "/usr/bin/gpsfake"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from fieldlog_tools import start_gpsfake, stop  # noqa: E402
 
 
 def memory_kb(pid):
@@ -163,35 +155,6 @@ def parse_time(text):
     return time.mktime(time.strptime(text[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
 
 
-def start_gpsfake(capture, work, cycle=0.0):
-    """gpsd on a free port fed by gpsfake, `cycle` seconds per sentence (0: as fast as gpsd takes them)."""
-    port = free_port()
-    out = open(work / f"gpsfake-{port}.out", "wb")
-    proc = subprocess.Popen([GPSFAKE, "-1", "-p", "-q", "-c", f"{cycle:g}", "-P", str(port), str(capture)],
-                            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    # gpsd listens within about 0.65 s; gpsfake starts replaying 1.4 s after it starts.
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            break
-        except OSError:
-            time.sleep(0.02)
-    return proc, port
-
-
-def stop(proc):
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-
 def machine():
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     return f"{os.cpu_count()} cores ({cpu}), load average {os.getloadavg()[0]:.2f}"
@@ -205,7 +168,7 @@ def run_daemon(binary, capture, work, flickr):
     shutil.rmtree(run_dir, ignore_errors=True)
     state, cache = run_dir / "state", run_dir / "cache"
     run_dir.mkdir(parents=True)
-    gpsfake, port = start_gpsfake(capture, work)
+    gpsfake, port = start_gpsfake(capture, log=work / "gpsfake.log")
     env = dict(os.environ, FIELDLOG_CONFIG="/dev/null", FLICKR_API_KEY=API_KEY if flickr else "")
     args = [binary, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", str(state),
             "--cache-dir", str(cache), "--photo-retry-max", "2"]
@@ -266,7 +229,7 @@ def hourly(samples):
 
 
 def run_gpxlogger(capture, work):
-    gpsfake, port = start_gpsfake(capture, work)
+    gpsfake, port = start_gpsfake(capture, log=work / "gpsfake.log")
     out = work / "gpxlogger.gpx"
     started = time.monotonic()
     proc = subprocess.Popen(["gpxlogger", "-e", "sockets", "-f", str(out), f"127.0.0.1:{port}"],
@@ -404,7 +367,7 @@ def paced_section(binary, work, minutes, jpeg):
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
     # Two sentences (GGA, RMC) per fix: 0.5 s each is 1 Hz.
-    gpsfake, port = start_gpsfake(capture, work, cycle=0.5)
+    gpsfake, port = start_gpsfake(capture, 0.5, log=work / "gpsfake.log")
     procs, states = {}, {}
     # The same as "plain" with its journal in memory: what the journal's writes and fsyncs cost on this disk.
     memory_dir = Path(tempfile.mkdtemp(prefix="fieldlog-bench-", dir="/dev/shm")) if Path("/dev/shm").is_dir() else None
@@ -598,7 +561,7 @@ def profile_section(binary, work, minutes):
     run_dir = work / "profile"
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
-    gpsfake, port = start_gpsfake(capture, work, cycle=0.5)
+    gpsfake, port = start_gpsfake(capture, 0.5, log=work / "gpsfake.log")
     data = run_dir / "perf.data"
     # Started under perf, so that every thread it creates is followed (attaching with -p misses later ones).
     subprocess.run(

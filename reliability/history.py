@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(REPO, "tools"))
+from fieldlog_tools import start_gpsfake, stop  # noqa: E402
 
 
 def stamp(t):
@@ -69,18 +70,9 @@ def peak_of(command, env=None):
     return int(result.stderr.decode().strip().splitlines()[-1]) / 1024
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run_walk(fieldlog, state, work):
     """Seconds to 'connected to gpsd', peak RSS MB, and the order in which walks got photos."""
-    port = free_port()
-    gpsd = subprocess.Popen(["gpsfake", "-1", "-p", "-q", "-c", "0.01", "-P", str(port),
-                             os.path.join(REPO, "Tests/Fixtures/captures/bundg_zeus_9.log")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    gpsd, port = start_gpsfake(os.path.join(REPO, "Tests/Fixtures/captures/bundg_zeus_9.log"), 0.01, wait=False)
     env = dict(os.environ, FIELDLOG_CONFIG="/dev/null")
     command = ["/usr/bin/time", "-f", "peak %M", fieldlog, "run", "--gpsd", f"127.0.0.1:{port}", "--state-dir", state,
                "--photos-dir", os.path.join(REPO, "demo/photos"), "--cache-dir", os.path.join(work, "cache")]
@@ -105,7 +97,7 @@ def run_walk(fieldlog, state, work):
             os.killpg(process.pid, signal.SIGINT)
     process.wait()
     timer.cancel()
-    gpsd.kill()
+    stop(gpsd)  # with its gpsd: gpsd.kill() ended gpsfake only and left its gpsd running
     peak = next((int(l.split()[1]) / 1024 for l in log if l.startswith("peak ")), float("nan"))
     return ready, served, peak, "".join(log)
 

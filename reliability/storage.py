@@ -27,7 +27,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,12 +35,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.join(REPO, "tools"))
+from fieldlog_tools import start_gpsfake, stop  # noqa: E402
 
 
 def fault_fifos(pid):
@@ -68,16 +63,6 @@ def fault_control(pid, commands, timeout=10.0):
     thread.start()
     thread.join(timeout)
     return not thread.is_alive() and replies == ["0"] * len(commands)
-
-
-def end(child):
-    """Kills `child`, started in a session of its own, with everything it started (gpsfake's gpsd, unshare's
-    fieldlog), and reaps it."""
-    try:
-        os.killpg(child.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    child.wait()
 
 
 def describe_threads(pid):
@@ -126,16 +111,10 @@ class Trial:
         self.fieldlog, self.capture, self.work, self.delay = fieldlog, capture, work, delay
         self.deadline = deadline
 
-    def gpsfake(self, port):
-        return subprocess.Popen(
-            ["gpsfake", "-1", "-p", "-q", "-c", str(self.delay), "-P", str(port), self.capture],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-
     def run(self, state, fault=None, on_at=0.0, off_at=0.0):
         """Records the walk into `state` with `fault` switched on `on_at` s and off `off_at` s after start.
         Returns the process's exit status."""
-        port = free_port()
-        gpsd = self.gpsfake(port)
+        gpsd, port = start_gpsfake(self.capture, self.delay, wait=False)
         command = [self.fieldlog, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", state]
         env = dict(os.environ, FIELDLOG_CONFIG="/dev/null")
         log = open(os.path.join(self.work, "fieldlog.log"), "ab")
@@ -190,7 +169,7 @@ class Trial:
         try:
             gpsd.wait(timeout=self.deadline)
         except subprocess.TimeoutExpired:
-            end(gpsd)
+            stop(gpsd, signal.SIGKILL)
         if fault == "tmpfs" and os.path.isdir(state + ".out"):
             shutil.rmtree(state)
             os.rename(state + ".out", state)
@@ -200,8 +179,8 @@ class Trial:
         """Reports a trial that cannot go on (with where fieldlog's threads wait), ends it, and counts it as
         exiting early."""
         print(f"  trial abandoned: {why}; fieldlog's threads:\n{describe_threads(process.pid)}", file=sys.stderr)
-        end(process)
-        end(gpsd)
+        stop(process, signal.SIGKILL)
+        stop(gpsd, signal.SIGKILL)
         for suffix in (".in", ".out"):  # libfiu's FIFOs, which its atexit would have removed
             try:
                 os.unlink(fault_fifos(process.pid) + suffix)

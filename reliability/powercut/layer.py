@@ -10,9 +10,9 @@ what a power cut would leave:
   (`strict`, what POSIX promises), or as of any fsync at all (`ext4`: one metadata journal, committed in
   order with every fsync).
 
-The cut is decided outside: the driver SIGKILLs fieldlog, writes REPORT_DIR/cut (`VARIANT SEED`) and
-unmounts. Only then does this process reset BACKING to exactly the durable state, with the variant's tail on
-each file that had unsynced appends:
+The cut is decided outside: the driver SIGKILLs fieldlog, writes REPORT_DIR/cut (`VARIANT SEED TIME`, TIME
+the monotonic clock when it killed fieldlog) and unmounts. Only then does this process reset BACKING to
+exactly the durable state, with the variant's tail on each file that had unsynced appends:
 - `drop`: nothing unsynced survives;
 - `torn`: a random prefix of the unsynced appended bytes survives (`partial`: never none or all of it);
 - `zero`: the file keeps a random longer size, a random real prefix, then NUL bytes (ext4 can do this).
@@ -42,6 +42,7 @@ class Layer(Operations):
     def __init__(self, backing, report_dir, mode, trigger=None):
         self.trigger = trigger  # [path part, content part, writes left]: cut after that write
         self.frozen = False
+        self.killed_at = None  # monotonic time of a --cut-after kill
         self.back = os.path.abspath(backing)
         self.report_dir = report_dir
         self.mode = mode
@@ -211,6 +212,7 @@ class Layer(Operations):
         """The cut after this write: the writer dies before it can do anything else, and the layer changes
         nothing more."""
         self.frozen = True
+        self.killed_at = time.monotonic()
         tid = fuse_get_context()[2]
         with open(f"/proc/{tid}/status") as f:
             tgid = int(next(line for line in f if line.startswith("Tgid:")).split()[1])
@@ -249,9 +251,12 @@ class Layer(Operations):
 
     # Reset ------------------------------------------------------------------------------------------
 
-    def cut(self, variant, seed):
+    def cut(self, variant, seed, cut_time):
+        """`cut_time`: when the driver killed fieldlog. A kill of the layer's own comes first. Not the time of
+        the unmount: the driver stops gpsfake in between (up to 10 s), and a fix's age at the cut must not
+        count that (a trial once blamed 10 s of it on the recorder)."""
         rng = random.Random(seed)
-        cut_time = time.monotonic()
+        cut_time = self.killed_at or cut_time
         before = {}  # ino -> (current path, bytes written before the cut)
         for path, ino in self._walk(self.current, self.root, ""):
             if self.kind[ino] == "f":
@@ -326,8 +331,8 @@ def main():
     FUSE(layer, mountpoint, foreground=True, nothreads=True, hard_remove=True, fsname="powercut")
     cut = os.path.join(report_dir, "cut")
     if os.path.exists(cut):
-        variant, seed = open(cut).read().split()
-        layer.cut(variant, int(seed))
+        variant, seed, cut_time = open(cut).read().split()
+        layer.cut(variant, int(seed), float(cut_time))
 
 
 if __name__ == "__main__":

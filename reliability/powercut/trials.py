@@ -10,7 +10,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +28,9 @@ def load(name, path):
     spec.loader.exec_module(module)
     return module
 
+
+sys.path.insert(0, str(REPO / "tools"))
+from fieldlog_tools import start_gpsfake, stop  # noqa: E402
 
 walkgen = load("walkgen", REPO / "bench/walk.py")
 fakeflickr = load("fakeflickr", REPO / "bench/fake_flickr.py")
@@ -70,26 +72,8 @@ def gps_time(stamp):
 
 # Processes -----------------------------------------------------------------------------------------------
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def spawn(argv, log, **kw):
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(log, "ab"), start_new_session=True, **kw)
-
-
-def kill_group(proc, sig=signal.SIGKILL):
-    try:
-        os.killpg(proc.pid, sig)
-    except ProcessLookupError:
-        pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 class Mount:
@@ -110,8 +94,9 @@ class Mount:
             time.sleep(0.02)
 
     def close(self, cut=None):
+        """`cut`: (variant, seed, monotonic time of the cut), for the layer's report."""
         if cut:
-            Path(self.report, "cut").write_text(f"{cut[0]} {cut[1]}\n")
+            Path(self.report, "cut").write_text(" ".join(map(str, cut)) + "\n")
         subprocess.run(["umount", self.mnt], check=True)
         if self.proc.wait(timeout=60) != 0:
             raise RuntimeError(f"layer exited with {self.proc.returncode}")
@@ -124,9 +109,8 @@ class Recorder:
     def __init__(self, t, fixes, pace, log, photos=True):
         self.nmea = t.dir / f"walk-{time.monotonic_ns()}.nmea"
         write_nmea(self.nmea, fixes)
-        port = free_port()
-        self.gpsfake = spawn(["/usr/bin/gpsfake", "-1", "-p", "-q", "-c", str(pace), "-P", str(port),
-                              str(self.nmea)], log)
+        self.log, self.cut_at = log, None
+        self.gpsfake, port = start_gpsfake(self.nmea, pace, log=log, wait=False)
         argv = [t.args.fieldlog, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", f"{t.mnt}/state",
                 "--every", str(t.every), "--log-level", "info"]
         if photos:
@@ -147,8 +131,13 @@ class Recorder:
         return code
 
     def cut(self):
-        kill_group(self.fieldlog)  # everything fieldlog started dies with it
-        kill_group(self.gpsfake, signal.SIGTERM)
+        """Kills fieldlog with everything it started: the power cut, at `cut_at` (monotonic). Then stops
+        gpsfake, which can take up to its 10 s grace: that is after the cut, and must not count as before it."""
+        self.cut_at = time.monotonic()
+        stop(self.fieldlog, signal.SIGKILL)
+        status = stop(self.gpsfake)
+        with open(self.log, "a") as f:
+            f.write(f"harness: gpsfake stopped {time.monotonic() - self.cut_at:.2f} s after the cut, status {status}\n")
 
 
 # Reading journals ----------------------------------------------------------------------------------------
@@ -235,8 +224,8 @@ class Trial:
             except subprocess.TimeoutExpired:
                 self.result["before_cut"] = "cut"
             rec.cut()
-        self.result["cut_at_s"] = round(time.monotonic() - started, 2)
-        report = mount.close(cut=(self.variant, self.rng.randint(0, 2**31)))
+        report = mount.close(cut=(self.variant, self.rng.randint(0, 2**31), rec.cut_at))
+        self.result["cut_at_s"] = round(report["cut_time"] - started, 2)
         self.check_cache(self.back / "cache", after_restart=False)
         precut, durable = journals(self.dir / "cut/precut/state"), journals(self.dir / "cut/durable/state")
 
@@ -365,9 +354,10 @@ def older_walk_trial(args, number, flickr, keyfile, walk):
     mount.close()
     walk_a = sorted((t.back / "state").glob("walk-*.jsonl"))[0].name
     mount = Mount(str(t.back), t.mnt, str(t.dir / "cut"), t.mode, t.log, f"/state/{walk_a}|\"type\":\"photo\"|{k}")
-    code = Recorder(t, b[40:120], args.pace, t.log).finish(60)
+    rec = Recorder(t, b[40:120], args.pace, t.log)
+    code = rec.finish(60)
     killed = (t.dir / "cut/killed").exists()
-    report = mount.close(cut=("partial", t.rng.randint(0, 2**31)))
+    report = mount.close(cut=("partial", t.rng.randint(0, 2**31), rec.cut_at))
     data = (t.back / "state" / walk_a).read_bytes()
     t.result["before_cut"] = "cut" if killed else f"ended ({code})"
     t.result["older_torn_line"] = bool(data) and not data.endswith(b"\n")
@@ -401,7 +391,9 @@ def _retime(text, t):
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--trials", type=int, default=300)
-    p.add_argument("--short", action="store_true", help="16 trials (about 4 min), for CI")
+    p.add_argument("--short", action="store_true",
+                   help="8 trials (about 2 min), for CI: each variant, mode and kind of cut, 1 Hz, local photos "
+                        "and the older walk at least once")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--only", type=int, help="run only this trial number (to reproduce one)")
     p.add_argument("--fieldlog", default=str(REPO / ".build/debug/fieldlog"))
@@ -411,7 +403,7 @@ def main():
     p.add_argument("--keep", action="store_true", help="keep every trial's directory, not only failing ones")
     args = p.parse_args()
     if args.short:
-        args.trials = 16
+        args.trials = 8
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
     flickr = fakeflickr.FakeFlickr(REPO / "demo/photos/Bridge_by_Sander_Klootwijk.jpg")
