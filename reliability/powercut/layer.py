@@ -331,8 +331,9 @@ def main():
     FUSE(layer, mountpoint, foreground=True, nothreads=True, hard_remove=True, fsname="powercut")
     cut = os.path.join(report_dir, "cut")
     if os.path.exists(cut):
-        variant, seed, cut_time = open(cut).read().split()
-        layer.cut(variant, int(seed), float(cut_time))
+        # "VARIANT SEED [MONOTONIC_TIME]": without a time (PowerCutTests' cut file), the cut is now.
+        variant, seed, *cut_time = open(cut).read().split()
+        layer.cut(variant, int(seed), float(cut_time[0]) if cut_time else time.monotonic())
 
 
 if __name__ == "__main__":
