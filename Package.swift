@@ -3,10 +3,13 @@ import PackageDescription
 
 let package = Package(
     name: "fieldlog",
-    platforms: [.macOS(.v14)],
     products: [
         .executable(name: "fieldlog", targets: ["fieldlog"]),
-        .library(name: "FieldLog", targets: ["FieldLog"]),
+        // For the fuzzers (fuzz/Package.swift).
+        .library(name: "WalkModel", targets: ["WalkModel"]),
+        .library(name: "WalkJournal", targets: ["WalkJournal"]),
+        .library(name: "Photos", targets: ["Photos"]),
+        .library(name: "FieldLogDaemon", targets: ["FieldLogDaemon"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -54,28 +57,114 @@ let package = Package(
             name: "CSandbox",
             cSettings: [.define("_GNU_SOURCE")]
         ),
+        // The layers, lowest first; each depends only on those above it in this list, so the compiler keeps the
+        // direction (README, Layout). The records a walk is made of and their one encoding: fixes, track
+        // points, milestones, photos; the journal line codec and the byte writer every export uses.
+        .target(name: "WalkModel"),
+        // Files that must survive power cuts and hostile contents (openat, fsync, bounded reads), and sleeping
+        // on the event loop.
         .target(
-            name: "FieldLog",
+            name: "SystemIO",
             dependencies: [
-                "CSandbox",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        // The walk journal: one append-only file per walk, its writer, reader, follower and index.
+        .target(
+            name: "WalkJournal",
+            dependencies: ["WalkModel", "SystemIO", .product(name: "Logging", package: "swift-log")]
+        ),
+        // From gpsd to the journal: the reader, the tracker and its distance, the recorder and its status file.
+        .target(
+            name: "Recording",
+            dependencies: [
+                "WalkModel",
+                "SystemIO",
+                "WalkJournal",
                 "CGPSShim",
-                "CExifShim",
-                "CJPEG",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        // Photo bytes to a thumbnail, in a limited child process: libjpeg and libexif behind their shims.
+        .target(
+            name: "Thumbnailing",
+            dependencies: ["SystemIO", "CJPEG", "CExifShim", "CSandbox"]
+        ),
+        // A photo for every milestone: the sources (Flickr, a local folder), the service and the bounded cache.
+        .target(
+            name: "Photos",
+            dependencies: [
+                "WalkModel",
+                "SystemIO",
+                "WalkJournal",
+                "Recording",
+                "Thumbnailing",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        // A walk as JSON, GPX, GeoJSON, one HTML page, and the lines `fieldlog tail` prints.
+        .target(
+            name: "Exports",
+            dependencies: ["WalkModel", "WalkJournal"]
+        ),
+        // The live page: its HTTP service, the walk's events as they are journaled, the connection guard.
+        .target(
+            name: "LivePage",
+            dependencies: [
+                "WalkModel",
+                "SystemIO",
+                "WalkJournal",
+                "Recording",
+                "Photos",
+                "Exports",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // The daemon assembled: the settings and the config file, systemd, the services started from a
+        // validated configuration.
+        .target(
+            name: "FieldLogDaemon",
+            dependencies: [
+                "WalkModel",
+                "SystemIO",
+                "WalkJournal",
+                "Recording",
+                "Thumbnailing",
+                "Photos",
+                "Exports",
+                "LivePage",
+                "CSandbox",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        // The command line: parses, calls FieldLogDaemon, waits.
         .executableTarget(
             name: "fieldlog",
             dependencies: [
-                "FieldLog",
+                "FieldLogDaemon",
+                "WalkModel",
+                "SystemIO",
+                "WalkJournal",
+                "Recording",
+                "Thumbnailing",
+                "Photos",
+                "Exports",
+                "LivePage",
                 "CConcurrencyHook",
                 "CBuildStamp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -96,12 +185,12 @@ let package = Package(
         // Walks with known truth, as receivers report them: for the tests and the distance benchmark.
         .target(
             name: "WalkSimulation",
-            dependencies: ["FieldLog"]
+            dependencies: ["WalkModel"]
         ),
         .executableTarget(
             name: "walksim",
             dependencies: [
-                "FieldLog",
+                "WalkModel",
                 "WalkSimulation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -109,7 +198,15 @@ let package = Package(
         .testTarget(
             name: "FieldLogTests",
             dependencies: [
-                "FieldLog",
+                "WalkModel",
+                "SystemIO",
+                "WalkJournal",
+                "Recording",
+                "Thumbnailing",
+                "Photos",
+                "Exports",
+                "LivePage",
+                "FieldLogDaemon",
                 "WalkSimulation",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

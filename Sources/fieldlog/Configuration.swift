@@ -1,13 +1,7 @@
 import ArgumentParser
-import FieldLog
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
-#if canImport(Glibc)
 import Glibc
-#endif
+import FieldLogDaemon
 
 /// `--config FILE`, for `fieldlog run` and the commands that read what it records.
 struct ConfigOption: ParsableArguments {

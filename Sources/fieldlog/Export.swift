@@ -1,13 +1,10 @@
 import ArgumentParser
-import FieldLog
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
-#if canImport(Glibc)
 import Glibc
-#endif
+import Exports
+import Photos
+import SystemIO
+import WalkJournal
 
 struct Export: ParsableCommand, ConfiguredCommand {
     static let configuration = CommandConfiguration(

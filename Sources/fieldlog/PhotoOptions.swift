@@ -1,14 +1,9 @@
 import ArgumentParser
-import FieldLog
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
-#if canImport(Glibc)
 import Glibc
-#endif
 import Logging
+import Photos
+import FieldLogDaemon
 
 /// Where milestone photos come from and where their thumbnails go.
 struct PhotoOptions: ParsableArguments {
@@ -32,113 +27,31 @@ struct PhotoOptions: ParsableArguments {
     var flickrCaFile: String?
 
     @Option(help: "Flickr calls (searches and downloads) per hour at most: up to 3599 for Flickr itself, which allows 3600 per key; any for another endpoint.")
-    var flickrRate: Int = 3000
+    var flickrRate: Int = PhotoSettings().flickrRate
 
     @Option(help: "Directory of the thumbnail cache.")
-    var cacheDir: String = "/var/cache/fieldlog"
+    var cacheDir: String = PhotoSettings().cacheDirectory
 
     @Option(help: "Largest size of the thumbnail cache, in bytes.")
-    var cacheMax: Int = 64 << 20
+    var cacheMax: Int = PhotoSettings().cacheMax
 
     @Option(help: "Long side of thumbnails, in pixels.")
-    var thumbSize: Int = 320
+    var thumbSize: Int = PhotoSettings().thumbnailSize
 
     @Option(help: "Longest wait between retries of a photo that could not be fetched, in seconds.")
-    var photoRetryMax: Double = 300
+    var photoRetryMax: Double = PhotoSettings().retryMax
 
-    func validate() throws {
-        // Flickr's own limit binds Flickr only; a mirror or a test server on loopback sets its own.
-        if flickrEndpoint == FlickrSource.defaultEndpoint {
-            guard (1...3599).contains(flickrRate) else {
-                throw ValidationError("--flickr-rate must be 1 to 3599 calls per hour (Flickr allows 3600 per key)")
-            }
-        } else {
-            guard flickrRate >= 1 else { throw ValidationError("--flickr-rate must be at least 1 call per hour") }
-        }
-        guard cacheMax >= 64 << 10 else { throw ValidationError("--cache-max must be at least 65536 bytes") }
-        guard (16...2048).contains(thumbSize) else { throw ValidationError("--thumb-size must be 16 to 2048 pixels") }
-        guard photoRetryMax.isFinite && photoRetryMax >= 1 else {
-            throw ValidationError("--photo-retry-max must be at least 1 second")
-        }
-    }
-
-    /// The photo service for the chosen source, or nil when no source is configured.
-    func makeService(recorder: WalkRecorder, store: JournalStore, logger: Logger) async throws -> PhotoService? {
-        let source: any PhotoSource
-        let name: String
-        if let photosDir {
-            // EXIF blocks are read in photo workers too: a hostile one fails only its file.
-            let folder = try LocalPhotoSource(
-                directory: photosDir, reader: .isolated(executable: "/proc/self/exe", limits: PhotoWorkLimits()))
-            let scan = await folder.lastScan
-            logger.info(
-                "photos from \(photosDir): \(scan.photos) geotagged, \(scan.withoutGPS) without position, \(scan.unreadable) unreadable")
-            source = folder
-            name = "local"
-        } else if let key = try apiKey() {
-            source = try FlickrSource(
-                apiKey: key, endpoint: flickrEndpoint, caFile: flickrCaFile, budget: RequestBudget(perHour: flickrRate),
-                thumbnailSize: thumbSize)
-            name = "flickr"
-        } else {
-            return nil
-        }
-        let cache: ThumbnailCache
-        do {
-            cache = try ThumbnailCache(directory: cacheDir, maxBytes: cacheMax)
-        } catch {
-            // The walk is recorded all the same; its milestones stay pending until a later start has a cache.
-            logger.error("no photos this session: \(error); milestones stay pending")
-            return nil
-        }
-        if cache.sharesFilesystem(with: store.directory) {
-            // A full disk is the walk's before it is the thumbnails'.
-            recorder.setStorageFullHandler { [logger] in
-                Task {
-                    let freed = await cache.removeAll()
-                    logger.warning("storage full: removed the thumbnail cache (\(freed) bytes) to make room for the walk journal")
-                }
-            }
-        }
-        return try PhotoService(
-            source: source, sourceName: name, recorder: recorder, store: store, thumbnails: cache,
-            // Each photo is decoded in a child process of its own, under memory and CPU limits: no photo can
-            // take the recorder down (PhotoWorkLimits says the budget).
-            thumbnailer: IsolatedThumbnailer(executable: "/proc/self/exe", size: thumbSize), logger: logger,
-            maxBackoff: photoRetryMax)
-    }
-
-    /// The credential the systemd unit loads the key into (LoadCredential=flickr-api-key:...).
-    static let apiKeyCredential = "flickr-api-key"
-
-    /// The Flickr key (--api-key-file, else $FLICKR_API_KEY, else the service's credential), or nil when none
-    /// is set up. An empty key file counts as none: the systemd unit gives
-    /// its credential an empty default so that the service starts before anyone has installed a key.
-    private func apiKey() throws -> String? {
-        let key: String?
-        if let apiKeyFile {
-            var path = apiKeyFile
-            if !path.hasPrefix("/"), let credentials = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"],
-                FileManager.default.fileExists(atPath: credentials + "/" + path)
-            {
-                path = credentials + "/" + path
-            }
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw ValidationError("cannot read the API key file \(path)")
-            }
-            key = String(decoding: data, as: UTF8.self)
-        } else if let environment = ProcessInfo.processInfo.environment["FLICKR_API_KEY"], !environment.isEmpty {
-            key = environment
-        } else if let credentials = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"] {
-            key = FileManager.default.contents(atPath: credentials + "/" + Self.apiKeyCredential).map {
-                String(decoding: $0, as: UTF8.self)
-            }
-        } else {
-            key = nil
-        }
-        let trimmed = String(
-            String.UnicodeScalarView((key ?? "").unicodeScalars.drop { $0.properties.isWhitespace }.reversed()
-                .drop { $0.properties.isWhitespace }.reversed()))
-        return trimmed.isEmpty ? nil : trimmed
+    var settings: PhotoSettings {
+        var settings = PhotoSettings()
+        settings.directory = photosDir
+        settings.apiKeyFile = apiKeyFile
+        settings.flickrEndpoint = flickrEndpoint
+        settings.flickrCAFile = flickrCaFile
+        settings.flickrRate = flickrRate
+        settings.cacheDirectory = cacheDir
+        settings.cacheMax = cacheMax
+        settings.thumbnailSize = thumbSize
+        settings.retryMax = photoRetryMax
+        return settings
     }
 }

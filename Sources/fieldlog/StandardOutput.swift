@@ -1,7 +1,5 @@
-import FieldLog
-#if canImport(Glibc)
 import Glibc
-#endif
+import SystemIO
 
 /// Writes `text` to standard output at once. Output that cannot be written (a full disk, a closed pipe) is
 /// an error: one line on stderr and exit status 1, never a silent success.

@@ -1,13 +1,7 @@
 import ArgumentParser
-import FieldLog
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
-#if canImport(Glibc)
 import Glibc
-#endif
+import WalkJournal
 
 /// `fieldlog star` and `fieldlog unstar`: one type, two names, differing only in the mark they leave.
 struct Star: ParsableCommand, ConfiguredCommand {

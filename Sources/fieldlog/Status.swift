@@ -1,13 +1,9 @@
 import ArgumentParser
-import FieldLog
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
-#if canImport(Glibc)
 import Glibc
-#endif
+import Recording
+import WalkJournal
+import WalkModel
 
 struct Status: ParsableCommand, ConfiguredCommand {
     static let configuration = CommandConfiguration(

@@ -1,13 +1,8 @@
 import ArgumentParser
-import FieldLog
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
-#if canImport(Glibc)
 import Glibc
-#endif
+import SystemIO
+import Thumbnailing
 
 struct ThumbnailCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,5 +1,6 @@
 import ArgumentParser
-import FieldLog
+import WalkJournal
+import WalkModel
 
 struct Walks: ParsableCommand, ConfiguredCommand {
     static let configuration = CommandConfiguration(

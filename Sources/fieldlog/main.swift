@@ -1,11 +1,9 @@
 import CConcurrencyHook
-import FieldLog
 import NIOCore
 import NIOPosix
 
-#if canImport(Glibc)
 import Glibc
-#endif
+import Thumbnailing
 
 if CommandLine.arguments.dropFirst().first == PhotoWorker.commandName {
     // Started once for every photo: run at once, without argument parsing by reflection, event loops or Swift

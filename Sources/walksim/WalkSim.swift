@@ -1,5 +1,4 @@
 import ArgumentParser
-import FieldLog
 import Foundation
 import WalkSimulation
 

@@ -1,6 +1,7 @@
-import FieldLog
+
 import Foundation
 import Testing
+import FieldLogDaemon
 
 /// fieldlog.conf: the parser's errors point at the line and key, and the real binary applies the file
 /// under the command line and refuses to run on a file it does not fully understand.

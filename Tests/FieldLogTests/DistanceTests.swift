@@ -1,7 +1,8 @@
-import FieldLog
+
 import Foundation
 import Testing
 import WalkSimulation
+import Recording
 
 // The distance goals, on generated walks whose truth is known, fed to the walk as gpsd reports them:
 // every path shape within 3 %, milestones within one, standing adds at most 10 m, and a receiver

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import WalkSimulation
-
-@testable import FieldLog
+import Exports
+import WalkJournal
+import WalkModel
 
 // Walks built in code, through the same records a journal holds.
 
@@ -54,7 +55,7 @@ private func object(_ log: WalkLog, _ format: ExportFormat) throws -> [String: A
 }
 
 private func decimal(_ value: Double, digits: Int) -> String {
-    var buffer = ExportBuffer(capacity: 16)
+    var buffer = ByteWriter(capacity: 16)
     buffer.appendDecimal(value, digits: digits)
     return String(decoding: buffer.bytes, as: UTF8.self)
 }

@@ -1,8 +1,11 @@
-import FieldLog
+
 import Foundation
 import NIOCore
 import Testing
 import WalkSimulation
+import Photos
+import WalkJournal
+import WalkModel
 
 /// FlickrSource against a hostile or broken network: TLS that does not verify, DNS that fails, answers that
 /// trickle, never end, are huge or redirect, and fields crafted to escape. Each must end as an error of the

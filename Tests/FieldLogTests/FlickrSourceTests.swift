@@ -1,7 +1,9 @@
-import FieldLog
+
 import Foundation
 import NIOCore
 import Testing
+import Photos
+import WalkModel
 
 /// FlickrSource against a fake Flickr on loopback, fault by fault.
 @Suite(.serialized)

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-
-@testable import FieldLog
+import FieldLogDaemon
+import WalkJournal
+import WalkModel
 
 // Inputs that made a fuzz target fail (fuzz/regressions/TARGET/, see fuzz/README.md), fed to the real code
 // with the invariant the target checks, and the findings as plain cases.

@@ -1,10 +1,12 @@
-import FieldLog
+
 import Foundation
 import Logging
 import NIOCore
 import NIOPosix
 import Testing
 import WalkSimulation
+import Recording
+import WalkJournal
 
 /// gpsd and the receiver misbehaving: a server that is not gpsd (garbage, torn lines, huge lines, silence),
 /// a real gpsd killed and restarted, the receiver removed and re-added through gpsd's control socket.

@@ -1,6 +1,9 @@
-import FieldLog
+
 import Foundation
 import Testing
+import Recording
+import WalkJournal
+import WalkModel
 
 /// What a receiver (through gpsd) can say that no walk means: times in 2100, a 1024-week rollover, a
 /// cold-start clock, speeds of 1e308 or 1000 m/s, a line longer than libgps takes. fieldlog runs against

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 import WalkSimulation
-
-@testable import FieldLog
+import WalkJournal
+import WalkModel
 
 // Journal lines, whole journals and the crash repair of journal files.
 

@@ -1,8 +1,9 @@
 import Foundation
 import Synchronization
 import Testing
-
-@testable import FieldLog
+import LivePage
+import WalkJournal
+import WalkModel
 
 // The live page's event stream against journal lines appended by hand, with the page's own reads (the page
 // and its track, the exports) interleaved between the stream's looks, as a browser interleaves them.

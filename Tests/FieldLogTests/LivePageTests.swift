@@ -1,9 +1,12 @@
-import FieldLog
+
 import Foundation
 import Logging
 import ServiceLifecycle
 import Testing
 import WalkSimulation
+import LivePage
+import WalkJournal
+import WalkModel
 
 /// `fieldlog run --http`: the live page during a real replay (gpsfake, the fake Flickr on loopback) in a
 /// real headless browser, and the server's bounds against hostile and greedy clients over plain sockets.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-
-@testable import FieldLog
+import Photos
+import WalkModel
 
 // The --photos-dir source on demo/photos (real photos, geotagged along the bundled walk) and on copies of
 // them whose EXIF the tests write themselves.

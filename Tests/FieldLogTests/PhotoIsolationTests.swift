@@ -1,7 +1,10 @@
 import Foundation
 import Testing
-
-@testable import FieldLog
+import Exports
+import Photos
+import Thumbnailing
+import WalkJournal
+import WalkModel
 
 // Photos are decoded in `fieldlog photo-worker`, a child process under memory, CPU and time limits: the
 // worst a photo can do is fail itself.

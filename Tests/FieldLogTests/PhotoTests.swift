@@ -1,7 +1,10 @@
-import FieldLog
+
 import Foundation
 import Testing
 import WalkSimulation
+import Thumbnailing
+import WalkJournal
+import WalkModel
 
 /// Milestone photos end to end: gpsfake replays a walk, fieldlog asks a fake Flickr on loopback.
 @Suite(.serialized, .enabled(if: Harness.gpsfakeAvailable, "needs gpsd and gpsfake (apt: gpsd gpsd-clients)"))

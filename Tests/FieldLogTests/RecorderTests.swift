@@ -2,8 +2,9 @@ import Foundation
 import Logging
 import Testing
 import WalkSimulation
-
-@testable import FieldLog
+import Recording
+import WalkJournal
+import WalkModel
 
 // WalkRecorder on a real state directory: what reaches the journal, and how a walk survives a crash.
 

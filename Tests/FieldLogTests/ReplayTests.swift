@@ -1,8 +1,11 @@
-import FieldLog
+
 import Foundation
 import Logging
 import Testing
 import WalkSimulation
+import Recording
+import WalkJournal
+import WalkModel
 
 /// fieldlog against a real gpsd fed by gpsfake: real captures and long generated walks.
 @Suite(.serialized, .enabled(if: Harness.gpsfakeAvailable, "needs gpsd and gpsfake (apt: gpsd gpsd-clients)"))

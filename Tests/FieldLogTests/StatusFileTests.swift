@@ -1,6 +1,8 @@
-@testable import FieldLog
+
 import Foundation
 import Testing
+import Recording
+import WalkJournal
 
 /// status.json is rewritten in place: whole after a shorter write, never shrinking, always the same file.
 struct StatusFileTests {

@@ -2,8 +2,7 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import Testing
-
-@testable import FieldLog
+import FieldLogDaemon
 
 // The notify protocol against real AF_UNIX datagram sockets, the journald line format, and the unit file.
 

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-
-@testable import FieldLog
+import Recording
+import WalkJournal
+import WalkModel
 
 /// Files in the cache and the state directory that are not what their names claim (issue 27): a link to a
 /// file outside, a FIFO, a huge sparse file. Each is skipped: nothing served or exported, nothing hangs,

@@ -1,7 +1,6 @@
 import Foundation
 import Testing
-
-@testable import FieldLog
+import Photos
 
 // The thumbnail cache on real directories: limits, LRU order, restarts, what it refuses.
 

@@ -1,7 +1,6 @@
 import Foundation
 import Testing
-
-@testable import FieldLog
+import Thumbnailing
 
 // Thumbnails of real photos and of files built to hurt (Tests/Fixtures/photos, see the README there).
 // Pixel comparisons decode with djpeg (apt: libjpeg-turbo-progs) and compare against an exact area

@@ -1,8 +1,7 @@
 import Foundation
 import Testing
 import WalkSimulation
-
-@testable import FieldLog
+import WalkModel
 
 // RFC 3339 timestamps as the journal writes and reads them.
 

@@ -1,8 +1,11 @@
 import Foundation
 import Logging
 import Testing
-
-@testable import FieldLog
+import Photos
+import Recording
+import Thumbnailing
+import WalkJournal
+import WalkModel
 
 // A device keeps every walk: start-up and `fieldlog walks` read walks.index, not every journal, and the
 // photo service serves the newest walk before the backlog of older ones.

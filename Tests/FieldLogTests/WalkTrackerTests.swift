@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import WalkSimulation
-
-@testable import FieldLog
+import Recording
+import WalkJournal
+import WalkModel
 
 // The walk's state machine fed fixes built in code: distance, milestones, filtering, segments, recovery.
 

@@ -1,9 +1,10 @@
-import FieldLog
+
 import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import WalkModel
 
 /// A stand-in for Flickr on loopback: `flickr.photos.search` with real geo filtering over photos placed
 /// along a test walk, the photos' JPEG files as images, and faults to switch on.

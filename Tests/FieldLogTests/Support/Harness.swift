@@ -1,4 +1,4 @@
-import FieldLog
+
 import Foundation
 import Testing
 

@@ -2,7 +2,7 @@
 // line of the file, and settings printed the way --check-config prints them (ConfigFile.quoted) read back
 // as the same settings.
 import Foundation
-import FieldLog
+import FieldLogDaemon
 
 private func fail(_ what: String, _ text: String) -> Never {
     FileHandle.standardError.write(Data("invariant broken: \(what)\ntext: \(text.debugDescription)\n".utf8))

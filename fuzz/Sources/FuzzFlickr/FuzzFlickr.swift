@@ -3,7 +3,8 @@
 // image URL; no error message holds the API key (it is in the fuzz dictionary, so answers echo it).
 import Foundation
 
-@testable import FieldLog
+@testable import WalkModel
+@testable import Photos
 
 /// A placeholder, not a key: the target checks that whatever key fieldlog holds never shows in an error.
 private let apiKey = "FUZZ-PLACEHOLDER-NOT-A-KEY"

@@ -3,7 +3,8 @@
 // return only what JSONDecoder would, and a record must read back as itself once written.
 import Foundation
 
-@testable import FieldLog
+@testable import WalkModel
+@testable import WalkJournal
 
 private func fail(_ what: String, _ line: UnsafeBufferPointer<UInt8>) -> Never {
     FileHandle.standardError.write(Data("invariant broken: \(what)\nline: \(String(decoding: line, as: UTF8.self))\n".utf8))

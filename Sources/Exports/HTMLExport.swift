@@ -1,0 +1,291 @@
+import FoundationEssentials
+import WalkJournal
+import WalkModel
+
+/// The walk as one HTML page that needs nothing else: thumbnails inline as data URIs, the track as inline
+/// SVG, styles inline and no script, so it works offline after `scp` and a Content-Security-Policy in the
+/// page forbids loading anything. List and grid views and the favourites filter are CSS over form controls.
+///
+/// Markup others may script against: every milestone is one `<article data-milestone="INDEX">`, newest
+/// first, its photo an `<img>` inside it; the track is the page's one `<svg>`.
+package enum HTMLExport {
+    /// Where a card's thumbnail comes from: inline in the page (the export), or from the live page's
+    /// server (`/thumbnails/KEY`).
+    package enum Images {
+        case inline((String) -> [UInt8]?)
+        case linked
+    }
+
+    /// What makes the live page differ from the export: its script, its status line, and one page of cards.
+    package struct Live {
+        /// Only milestones before this index (the next page down); nil for the newest.
+        package var before: Int?
+        package var pageSize = 50
+        package var status: String
+        /// The walk's change number the page shows, where its event stream starts.
+        package var seq: Int
+
+        package init(before: Int? = nil, status: String, seq: Int) {
+            self.before = before
+            self.status = status
+            self.seq = seq
+        }
+    }
+
+    package static func render(_ log: WalkLog, isCached: (String) -> Bool, thumbnail: @escaping (String) -> [UInt8]?) -> [UInt8] {
+        render(log, isCached: isCached, images: .inline(thumbnail), live: nil)
+    }
+
+    package static func render(_ log: WalkLog, isCached: (String) -> Bool, images: Images, live: Live?) -> [UInt8] {
+        var out = ByteWriter(capacity: 64 * 1024 + log.milestones.count * 2048)
+        out.append(
+            """
+            <!DOCTYPE html>
+            <html lang="en">
+            <head>
+            <meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <meta name="color-scheme" content="light dark">
+
+            """)
+        out.append("<meta http-equiv=\"Content-Security-Policy\" content=\"")
+        out.append(live == nil ? contentSecurityPolicy : liveContentSecurityPolicy)
+        out.append("\">\n<meta name=\"generator\" content=\"fieldlog\">\n")
+        if live != nil { out.append("<script src=\"/live.js\" defer></script>\n") }
+        out.append("<title>Walk ")
+        out.appendXMLText(log.id)
+        out.append("</title>\n<style>\n")
+        out.append(style)
+        out.append("</style>\n</head>\n")
+        if let live {
+            out.append("<body data-walk=\"")
+            out.appendXMLText(log.id)
+            out.append("\" data-seq=\"")
+            out.append(live.seq)
+            out.append("\">\n")
+        } else {
+            out.append("<body>\n")
+        }
+        out.append("<header>\n<h1>Walk ")
+        out.appendXMLText(log.id.isEmpty ? "not started yet" : log.id)
+        out.append("</h1>\n")
+        appendSummary(log, to: &out)
+        if let live {
+            out.append("<p id=\"status\" class=\"status\" role=\"status\">")
+            out.appendXMLText(live.status)
+            out.append("</p>\n")
+        }
+        out.append("</header>\n")
+        TrackSVG.append(log, to: &out)
+        out.append(
+            """
+            <input type="radio" name="view" id="view-list" checked><label for="view-list">Newest first</label>
+            <input type="radio" name="view" id="view-grid"><label for="view-grid">Grid</label>
+            <input type="checkbox" id="only-starred"><label for="only-starred">★ Favourites only</label>
+            <main class="cards">
+
+            """)
+        var shown = log.milestones[...]
+        if let live {
+            if let before = live.before { shown = shown.prefix { $0.index < before } }
+            shown = shown.suffix(live.pageSize)
+        }
+        for milestone in shown.reversed() {
+            appendCard(milestone, log: log, isCached: isCached, images: images, to: &out)
+        }
+        out.append("</main>\n")
+        if live != nil, let oldest = shown.first, oldest.index > log.milestones.first!.index {
+            out.append("<nav class=\"paging\"><a id=\"older\" href=\"/?before=")
+            out.append(oldest.index)
+            out.append("\">Older milestones</a></nav>\n")
+        }
+        out.append("<footer>Recorded by fieldlog. Photos belong to their owners; see each licence.</footer>\n")
+        out.append("</body>\n</html>\n")
+        return out.bytes
+    }
+
+    /// The export loads nothing at all; the live page loads its script, thumbnails and events from its server.
+    package static let contentSecurityPolicy =
+        "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+    package static let liveContentSecurityPolicy =
+        "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; script-src 'self'; connect-src 'self'; "
+        + "base-uri 'none'; form-action 'none'"
+
+    /// One milestone's card as the page shows it: what the live page sends when it changes.
+    package static func card(_ milestone: Milestone, log: WalkLog, isCached: (String) -> Bool) -> [UInt8] {
+        var out = ByteWriter(capacity: 1024)
+        appendCard(milestone, log: log, isCached: isCached, images: .linked, to: &out)
+        return out.bytes
+    }
+
+    /// The summary list alone, as the live page refreshes it.
+    package static func summary(_ log: WalkLog) -> String {
+        var out = ByteWriter(capacity: 512)
+        appendSummary(log, to: &out)
+        return String(decoding: out.bytes, as: UTF8.self)
+    }
+
+    private static func appendSummary(_ log: WalkLog, to out: inout ByteWriter) {
+        let first = log.points.first?.fix.time ?? log.started
+        let last = log.points.last?.fix.time ?? log.ended
+        let photos = log.milestones.filter { log.photos[$0.index]?.photo != nil }.count
+        out.append("<ul class=\"summary\">\n<li>Distance <b>")
+        appendDistance(log.distance, to: &out)
+        out.append("</b></li>\n<li>Started <b>")
+        if let first { appendTimeElement(first, dateToo: true, to: &out) } else { out.append("unknown") }
+        out.append("</b></li>\n<li>Duration <b>")
+        if let first, let last {
+            let minutes = Int(((last - first) / 60).rounded(.down))
+            out.append(minutes / 60)
+            out.append(" h ")
+            out.append(minutes % 60)
+            out.append(" min")
+        } else {
+            out.append("unknown")
+        }
+        out.append(log.isOpen ? " (still open)" : "")
+        out.append("</b></li>\n<li>Milestones <b>")
+        out.append(log.milestones.count)
+        out.append("</b></li>\n<li>Photos <b>")
+        out.append(photos)
+        out.append("</b></li>\n<li>Favourites <b>")
+        out.append(log.starred.count)
+        out.append("</b></li>\n</ul>\n")
+    }
+
+    private static func appendCard(
+        _ milestone: Milestone, log: WalkLog, isCached: (String) -> Bool, images: Images, to out: inout ByteWriter
+    ) {
+        let starred = log.starred.contains(milestone.index)
+        out.append(starred ? "<article class=\"card starred\" data-milestone=\"" : "<article class=\"card\" data-milestone=\"")
+        out.append(milestone.index)
+        out.append("\" id=\"m")
+        out.append(milestone.index)
+        out.append("\">\n<h2>")
+        out.append(starred ? "<span class=\"star\" title=\"favourite\">★</span> Milestone " : "Milestone ")
+        out.append(milestone.index)
+        out.append("</h2>\n<p class=\"when\">")
+        appendTimeElement(milestone.time, dateToo: false, to: &out)
+        out.append(" · ")
+        appendDistance(milestone.distance, to: &out)
+        out.append(" walked</p>\n")
+        guard let record = log.photos[milestone.index] else {
+            out.append("<p class=\"missing\">No photo yet: still being looked for.</p>\n</article>\n")
+            return
+        }
+        switch record.outcome {
+        case let .noneNearby(radius):
+            out.append("<p class=\"missing\">No photo: none taken within ")
+            appendDistance(radius, to: &out)
+            out.append(".</p>\n")
+        case let .found(photo, distance, cacheKey):
+            out.append("<figure>\n")
+            // Cache keys are [A-Za-z0-9_-], and base64 has nothing to escape either.
+            let source: String? =
+                switch images {
+                case let .inline(thumbnail):
+                    isCached(cacheKey) ? thumbnail(cacheKey).map { "data:image/jpeg;base64," + Data($0).base64EncodedString() } : nil
+                case .linked:
+                    isCached(cacheKey) ? "/thumbnails/" + cacheKey : nil
+                }
+            if let source {
+                out.append("<img alt=\"")
+                out.appendXMLText(photo.title.isEmpty ? "Photo \(photo.id)" : photo.title)
+                out.append("\" src=\"")
+                out.append(source)
+                out.append("\">\n")
+            } else {
+                out.append("<p class=\"missing\">Thumbnail no longer in the cache.</p>\n")
+            }
+            out.append("<figcaption><cite>")
+            out.appendXMLText(photo.title.isEmpty ? "Untitled" : photo.title)
+            out.append("</cite>")
+            if !photo.ownerName.isEmpty {
+                out.append(" by ")
+                out.appendXMLText(photo.ownerName)
+            }
+            if !photo.license.isEmpty {
+                out.append(" · ")
+                out.appendXMLText(photo.license)
+            }
+            if let page = photo.pageURL, page.hasPrefix("https://") {
+                out.append(" · <a href=\"")
+                out.appendXMLText(page)
+                out.append("\" rel=\"noopener noreferrer\">photo page</a>")
+            }
+            out.append(" · taken ")
+            appendDistance(distance, to: &out)
+            out.append(" from here</figcaption>\n</figure>\n")
+        }
+        out.append("</article>\n")
+    }
+
+    /// Metres below 10 km, else kilometres with one decimal.
+    package static func appendDistance(_ metres: Double, to out: inout ByteWriter) {
+        if metres < 10_000 {
+            out.append(Int(metres.rounded()))
+            out.append(" m")
+        } else {
+            out.appendDecimal((metres / 100).rounded() / 10, digits: 1)
+            out.append(" km")
+        }
+    }
+
+    /// `<time datetime="RFC 3339">HH:MM:SS UTC</time>`, with the date in front when asked.
+    private static func appendTimeElement(_ time: Double, dateToo: Bool, to out: inout ByteWriter) {
+        var stamp = ByteWriter(capacity: 32)
+        stamp.appendTime(time)
+        let text = String(decoding: stamp.bytes, as: UTF8.self)
+        out.append("<time datetime=\"")
+        out.append(text)
+        out.append("\">")
+        // "2024-05-18T08:00:00.5Z" -> "2024-05-18 08:00:00 UTC"
+        let date = text.prefix(10)
+        let clock = text.dropFirst(11).prefix(8)
+        if dateToo {
+            out.append(String(date))
+            out.append(" ")
+        }
+        out.append(String(clock))
+        out.append(" UTC</time>")
+    }
+
+    private static let style = """
+        :root { --accent: #2a7a4b; --muted: #6b6b6b; --card: #f4f4f0; }
+        @media (prefers-color-scheme: dark) { :root { --card: #222; --muted: #aaa; } }
+        body { font: 16px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 60rem; padding: 0.75rem; }
+        h1 { font-size: 1.3rem; margin: 0.25rem 0; overflow-wrap: anywhere; }
+        .summary { display: grid; grid-template-columns: repeat(auto-fit, minmax(9rem, 1fr)); gap: 0.25rem 1rem; margin: 0.5rem 0; padding: 0; list-style: none; color: var(--muted); font-size: 0.8rem; }
+        .summary b { display: block; color: initial; font-size: 1rem; }
+        svg.track { width: 100%; height: auto; max-height: 70vh; background: var(--card); border-radius: 0.5rem; }
+        svg.track .seg { fill: none; stroke: var(--accent); stroke-width: 3; stroke-linejoin: round; }
+        svg.track .gap { fill: none; stroke: var(--muted); stroke-width: 2; stroke-dasharray: 4 4; }
+        svg.track .ms circle { fill: #fff; stroke: #333; stroke-width: 2; }
+        svg.track .ms.starred circle { fill: gold; }
+        svg.track text { font: 600 18px system-ui, sans-serif; text-anchor: middle; dominant-baseline: central; fill: #111; }
+        svg.track .start circle { fill: #1a9641; } svg.track .end circle { fill: #d7191c; }
+        svg.track .start text, svg.track .end text { fill: #fff; }
+        input { margin: 1rem 0.25rem 1rem 0; } label { margin-right: 1rem; }
+        .cards { display: flex; flex-direction: column; gap: 0.75rem; }
+        .card { background: var(--card); border-radius: 0.5rem; padding: 0.6rem 0.75rem; break-inside: avoid; }
+        .card h2 { font-size: 1.05rem; margin: 0; }
+        .card .when { color: var(--muted); margin: 0.1rem 0 0.4rem; font-size: 0.9rem; }
+        .card figure { margin: 0; }
+        .card img { display: block; width: 100%; max-width: 320px; height: auto; border-radius: 0.25rem; }
+        .card figcaption { font-size: 0.85rem; margin-top: 0.3rem; overflow-wrap: anywhere; }
+        .missing { color: var(--muted); font-style: italic; }
+        .status { margin: 0.25rem 0 0.5rem; padding: 0.3rem 0.5rem; border-left: 3px solid var(--accent); background: var(--card); font-size: 0.85rem; }
+        .status.stale { opacity: 0.5; }
+        .paging { margin: 1rem 0; text-align: center; }
+        .star { color: #c99700; }
+        #view-grid:checked ~ .cards { display: grid; grid-template-columns: repeat(3, 1fr); gap: 0.4rem; }
+        #view-grid:checked ~ .cards .card { padding: 0.3rem; }
+        #view-grid:checked ~ .cards figcaption, #view-grid:checked ~ .cards .when { display: none; }
+        #view-grid:checked ~ .cards h2 { font-size: 0.8rem; }
+        #only-starred:checked ~ .cards .card:not(.starred) { display: none; }
+        footer { color: var(--muted); font-size: 0.8rem; margin: 1.5rem 0; }
+        @media (max-width: 40rem) { svg.track { max-height: 45vh; } }
+        @media print { input, label { display: none; } svg.track { max-height: none; } .card { page-break-inside: avoid; } a { color: inherit; } }
+
+        """
+}

@@ -1,0 +1,178 @@
+import FoundationEssentials
+import Glibc
+import LivePage
+import Logging
+import Photos
+import Recording
+import ServiceLifecycle
+import Thumbnailing
+import WalkJournal
+
+/// `fieldlog run` assembled: the services a validated configuration makes (recorder, photos, live page,
+/// systemd), run as one group until SIGTERM or SIGINT, or until a replay (`once`) has ended and its photos
+/// are served.
+package struct Daemon {
+    package let settings: DaemonSettings
+    /// The walk's state, recovered from the journal before anything runs.
+    package let recorder: WalkRecorder
+    package let store: JournalStore
+    /// nil when no photo source is configured or the cache cannot be used.
+    package let photoService: PhotoService?
+    private let group: ServiceGroup
+    private let logger: Logger
+
+    /// Recovers the walk and makes the services; nothing runs yet. Throws for what stops fieldlog from
+    /// starting at all (a state directory it cannot use, an API key file it cannot read).
+    package init(
+        settings: DaemonSettings, logger: Logger, environment: [String: String] = ProcessInfo.processInfo.environment,
+        executable: String = "/proc/self/exe"
+    ) async throws(DaemonError) {
+        self.settings = settings
+        self.logger = logger
+        store = JournalStore(directory: settings.stateDirectory)
+        do {
+            recorder = try WalkRecorder(store: store, limits: settings.limits, logger: logger)
+        } catch {
+            throw DaemonError("\(error)")
+        }
+        do {
+            photoService = try await Self.photoService(
+                settings.photos, recorder: recorder, store: store, logger: logger, environment: environment,
+                executable: executable)
+        } catch {
+            throw DaemonError("\(error)")
+        }
+        var readerConfiguration = GPSDReader.Configuration(host: settings.gpsd.host, port: settings.gpsd.port)
+        readerConfiguration.once = settings.once
+        let statusFile = StatusFile(directory: store.directory, gpsdAddress: settings.gpsd.description)
+        let once = settings.once
+        let photoService = photoService
+        let recorderService = RecorderService(
+            reader: GPSDReader(configuration: readerConfiguration, logger: logger),
+            recorder: recorder,
+            status: statusFile,
+            onEnd: {
+                // A replay is over when its photos are served too.
+                if once { photoService?.finishWhenIdle() }
+            })
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let photoService {
+            recorder.setMilestoneHandler { milestone, walkID in
+                photoService.enqueue(milestone, walkID: walkID)
+            }
+            services = [
+                .init(service: recorderService, successTerminationBehavior: once ? .ignore : .gracefullyShutdownGroup),
+                .init(service: photoService, successTerminationBehavior: .gracefullyShutdownGroup),
+            ]
+        } else {
+            logger.notice("no photo source: set FLICKR_API_KEY, --api-key-file or --photos-dir; milestones get no photos")
+            services = [.init(service: recorderService, successTerminationBehavior: .gracefullyShutdownGroup)]
+        }
+        if let http = settings.http {
+            let activity = photoService?.activity
+            let recorder = recorder
+            let web = WebService(
+                configuration: .init(host: http.host, port: http.portNumber), store: store,
+                cacheDirectory: settings.photos.cacheDirectory,
+                currentWalk: { recorder.summary.walkID },
+                status: {
+                    let summary = recorder.summary
+                    let gpsd = statusFile.gpsdState
+                    return LiveStatus(
+                        distance: summary.distance, milestones: summary.milestones, gpsd: gpsd.state,
+                        lastFixWall: gpsd.lastFixWall, photos: activity?.current, storage: summary.storage?.reason,
+                        suspectFixes: summary.suspectFixes, rejectedFixes: summary.rejectedFixes)
+                },
+                logger: logger)
+            services.append(.init(service: web, successTerminationBehavior: .ignore))
+        }
+        // Last, so that it hears of a shutdown first (STOPPING=1); READY=1 as the group starts, state recovered.
+        let notifier = SystemdNotifier(logger: logger)
+        if notifier.isEnabled {
+            let recorder = recorder
+            let systemd = SystemdService(notifier: notifier, logger: logger) { _ = recorder.summary; return true }
+            services.append(.init(service: systemd, successTerminationBehavior: .gracefullyShutdownGroup))
+        }
+        group = ServiceGroup(configuration: .init(services: services, logger: logger))
+    }
+
+    /// Runs the services until SIGTERM or SIGINT (then shuts them down gracefully: the journal synced, photo
+    /// requests cancelled), or until they end by themselves.
+    package func run() async throws {
+        // Signals are waited for here, not by the group (see ShutdownSignals).
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { [logger, group] in
+                guard let signal = try await ShutdownSignals.first(of: [SIGTERM, SIGINT]) else { return }
+                logger.info("signal \(signal): shutting down")
+                await group.triggerGracefulShutdown()
+            }
+            try await group.run()
+            tasks.cancelAll()
+        }
+    }
+
+    /// Ends `run()` as SIGTERM would.
+    package func shutDown() async {
+        await group.triggerGracefulShutdown()
+    }
+
+    /// The photo service for the configured source, or nil when no source is configured.
+    private static func photoService(
+        _ settings: PhotoSettings, recorder: WalkRecorder, store: JournalStore, logger: Logger,
+        environment: [String: String], executable: String
+    ) async throws -> PhotoService? {
+        let source: any PhotoSource
+        let name: String
+        if let directory = settings.directory {
+            // EXIF blocks are read in photo workers too: a hostile one fails only its file.
+            let folder = try LocalPhotoSource(
+                directory: directory, reader: .isolated(executable: executable, limits: PhotoWorkLimits()))
+            let scan = await folder.lastScan
+            logger.info(
+                "photos from \(directory): \(scan.photos) geotagged, \(scan.withoutGPS) without position, \(scan.unreadable) unreadable")
+            source = folder
+            name = "local"
+        } else if let key = try FlickrKey.load(file: settings.apiKeyFile, environment: environment) {
+            source = try FlickrSource(
+                apiKey: key, endpoint: settings.flickrEndpoint, caFile: settings.flickrCAFile,
+                budget: RequestBudget(perHour: settings.flickrRate), thumbnailSize: settings.thumbnailSize)
+            name = "flickr"
+        } else {
+            return nil
+        }
+        let cache: ThumbnailCache
+        do {
+            cache = try ThumbnailCache(directory: settings.cacheDirectory, maxBytes: settings.cacheMax)
+        } catch {
+            // The walk is recorded all the same; its milestones stay pending until a later start has a cache.
+            logger.error("no photos this session: \(error); milestones stay pending")
+            return nil
+        }
+        if cache.sharesFilesystem(with: store.directory) {
+            // A full disk is the walk's before it is the thumbnails'.
+            recorder.setStorageFullHandler { [logger] in
+                Task {
+                    let freed = await cache.removeAll()
+                    logger.warning("storage full: removed the thumbnail cache (\(freed) bytes) to make room for the walk journal")
+                }
+            }
+        }
+        return try PhotoService(
+            source: source, sourceName: name, recorder: recorder, store: store, thumbnails: cache,
+            // Each photo is decoded in a child process of its own, under memory and CPU limits: no photo can
+            // take the recorder down (PhotoWorkLimits says the budget).
+            thumbnailer: IsolatedThumbnailer(executable: executable, size: settings.thumbnailSize), logger: logger,
+            maxBackoff: settings.retryMax)
+    }
+}
+
+/// fieldlog cannot start: `message` says why, safe to print (never holds the API key).
+package struct DaemonError: Error, CustomStringConvertible {
+    package var message: String
+
+    package init(_ message: String) {
+        self.message = message
+    }
+
+    package var description: String { message }
+}

@@ -1,0 +1,83 @@
+import Exports
+import Photos
+import Recording
+import WalkModel
+
+/// The recorder as the live page's status line shows it.
+public struct LiveStatus: Sendable, Equatable {
+    public var distance: Double
+    public var milestones: Int
+    public var gpsd: StatusFile.GPSDState
+    /// System-clock time at which the last fix arrived.
+    public var lastFixWall: Double?
+    /// nil when this session has no photo source.
+    public var photos: PhotoActivity.State?
+    /// Why journal records are held in memory, while the storage fails.
+    public var storage: String?
+    /// Fixes not recorded this session: held for an implausible GPS time, or rejected (accuracy, a jump).
+    public var suspectFixes: Int
+    public var rejectedFixes: Int
+
+    public init(
+        distance: Double, milestones: Int, gpsd: StatusFile.GPSDState, lastFixWall: Double?,
+        photos: PhotoActivity.State?, storage: String?, suspectFixes: Int = 0, rejectedFixes: Int = 0
+    ) {
+        self.distance = distance
+        self.milestones = milestones
+        self.gpsd = gpsd
+        self.lastFixWall = lastFixWall
+        self.photos = photos
+        self.storage = storage
+        self.suspectFixes = suspectFixes
+        self.rejectedFixes = rejectedFixes
+    }
+
+    /// What is worth telling at once; the rest (distance, the fix's age) waits for the periodic refresh.
+    package var significant: LiveStatus {
+        var copy = self
+        copy.distance = 0
+        copy.lastFixWall = nil
+        copy.rejectedFixes = 0  // can grow every second with a poor sky: told with the periodic refresh
+        return copy
+    }
+
+    /// "1.2 km · 12 milestones · last fix 2 s ago · gpsd connected · photos: searching near milestone 12".
+    package func line(now: Double) -> String {
+        var out = ByteWriter(capacity: 160)
+        HTMLExport.appendDistance(distance, to: &out)
+        var parts = [String(decoding: out.bytes, as: UTF8.self)]
+        parts.append(milestones == 1 ? "1 milestone" : "\(milestones) milestones")
+        if let lastFixWall {
+            parts.append("last fix \(Self.age(now - lastFixWall)) ago")
+        } else {
+            parts.append("no fix yet")
+        }
+        parts.append("gpsd \(gpsd.rawValue)")
+        parts.append("photos: " + (photos?.description(now: now) ?? "no photo source"))
+        if let storage { parts.append("storage failing: \(storage)") }
+        if suspectFixes > 0 { parts.append("\(Self.fixes(suspectFixes)) dropped for an implausible GPS time") }
+        if rejectedFixes > 0 { parts.append("\(Self.fixes(rejectedFixes)) dropped as inaccurate or impossible") }
+        return parts.joined(separator: " · ")
+    }
+
+    /// The photo service's state as one word, for scripts.
+    package var photoState: String {
+        switch photos {
+        case nil: "none"
+        case .idle: "idle"
+        case .searching: "searching"
+        case .downloading: "downloading"
+        case .backingOff: "backing_off"
+        case .unusable: "unusable"
+        }
+    }
+
+    private static func fixes(_ count: Int) -> String { count == 1 ? "1 fix" : "\(count) fixes" }
+
+    private static func age(_ seconds: Double) -> String {
+        let whole = max(0, Int(seconds.rounded(.down)))
+        if whole < 120 { return "\(whole) s" }
+        if whole < 7200 { return "\(whole / 60) min" }
+        return "\(whole / 3600) h"
+    }
+}

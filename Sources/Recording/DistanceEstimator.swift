@@ -1,0 +1,162 @@
+import WalkModel
+
+/// How far the walker went between consecutive fixes of one track segment.
+///
+/// Positions wander by metres, slowly, so differences of positions turn noise into distance and any
+/// threshold that ignores the noise also ignores turns inside it. Receivers measure their speed over
+/// ground from the Doppler shift, to about a tenth of a metre per second, whatever the position does:
+/// where a receiver reports it, distance is that speed integrated over GPS time. Speed is never exactly
+/// zero when standing, so a median of the last three reports below `movingSpeed` counts as standing.
+/// Receivers without Doppler speed (gpsd then derives a speed from positions and sends no `track`) are
+/// measured from positions: the average speed over the chord of the last `chordSeconds`, counted from
+/// when the position has moved `startRadius` over `startSeconds` until it stays within `stopRadius` over
+/// `stopSeconds`. On starting again, the chord from where counting stopped counts too, so a stop costs
+/// no distance. The wide start window keeps a wandering position from being walked.
+///
+/// The state is a function of the last minute of fixes, so a walk restored from its journal continues
+/// exactly as it would have (see `WalkTracker.init(limits:restoring:milestones:)`).
+package struct DistanceEstimator: Sendable {
+    /// Below this speed (m/s, median of three reports) a Doppler receiver is taken to be standing.
+    package static let movingSpeed = 0.4
+    /// Doppler reports further apart than this (a lost epoch or a tunnel) are bridged by the chord.
+    package static let speedGap = 5.0
+    /// Position-only receivers: the speed is the chord over this many seconds divided by its time ...
+    package static let chordSeconds = 8.0
+    /// ... counted from a move of `startRadius` metres within `startSeconds` ...
+    package static let startSeconds = 60.0
+    package static let startRadius = 25.0
+    /// ... until the position moves less than `stopRadius` metres in `stopSeconds`.
+    package static let stopSeconds = 20.0
+    package static let stopRadius = 8.0
+    /// How far back a replay has to start to rebuild the state: the window, and where counting last
+    /// stopped within it.
+    package static let memory = 2 * startSeconds + speedGap
+
+    private struct Sample {
+        var time: Double
+        var latitude: Double
+        var longitude: Double
+        /// Doppler speed, m/s; nil when the receiver measures none.
+        var speed: Double?
+    }
+
+    /// The fixes of the last `startSeconds` (and the one before), oldest first.
+    private var samples: [Sample] = []
+    /// Whether the receiver measures Doppler speed: it sent a course, and speed with every fix since.
+    /// Receivers leave the course out when they hardly move; gpsd never sends one with a speed it derived.
+    package private(set) var measuresSpeed = false
+    /// Whether the position-only walker was moving at the last fix, and where counting last stopped.
+    private var movingByPosition = false
+    private var stoppedAt: Sample?
+
+    package init(measuresSpeed: Bool = false) {
+        self.measuresSpeed = measuresSpeed
+    }
+
+    /// Forgets the path: the next fix starts a new segment.
+    package mutating func restart() {
+        samples.removeAll(keepingCapacity: true)
+        movingByPosition = false
+        stoppedAt = nil
+    }
+
+    /// Distance in metres from the previous fix to `fix`, which must be later; 0 for a segment's first fix.
+    /// `positionError`: how far `fix`'s position may be off, metres; `maxSpeed`: the fastest the walk goes.
+    package mutating func advance(to fix: Fix, positionError: Double, maxSpeed: Double) -> Double {
+        if fix.speed == nil {
+            // A Doppler receiver's report whose speed was unusable (NaN, 1e308: see Fix.bounded) still has its
+            // course: it is skipped, and the next report integrates across it as across a lost epoch.
+            if measuresSpeed, fix.track != nil, let last = samples.last, fix.time - last.time <= Self.speedGap {
+                return 0
+            }
+            measuresSpeed = false
+        } else if fix.track != nil {
+            measuresSpeed = true
+        }
+        let sample = Sample(
+            time: fix.time, latitude: fix.latitude, longitude: fix.longitude, speed: measuresSpeed ? fix.speed : nil)
+        defer { remember(sample) }
+        guard let previous = samples.last else { return 0 }
+        let elapsed = sample.time - previous.time
+        if let speed = sample.speed, let previousSpeed = previous.speed {
+            movingByPosition = false
+            guard elapsed <= Self.speedGap else {
+                return bridge(from: previous, to: sample, speeds: (min(previousSpeed, maxSpeed), min(speed, maxSpeed)))
+            }
+            let integrated = elapsed * movingSpeed(endingWith: speed, at: sample.time)
+            // Over a second or two the path is the chord: a Doppler speed that claims more than the positions
+            // allow (a receiver's glitch, 1000 m/s while standing) is not integrated; the positions count.
+            let chord = distance(previous, sample)
+            return integrated <= chord + 2 * positionError ? integrated : chord
+        }
+        return positionStep(to: sample)
+    }
+
+    private mutating func remember(_ sample: Sample) {
+        samples.append(sample)
+        // Keep one sample at or before the start of the window: the chords measure from it.
+        let start = sample.time - Self.startSeconds
+        var drop = 0
+        while drop + 1 < samples.count && samples[drop + 1].time <= start { drop += 1 }
+        if drop > 0 { samples.removeFirst(drop) }
+    }
+
+    /// Median of the last three Doppler reports within `speedGap`, the newest being `speed`; 0 below
+    /// `movingSpeed`. A median lags a start and a stop by the same epoch, so they cancel.
+    private func movingSpeed(endingWith speed: Double, at time: Double) -> Double {
+        // The two earlier reports, newest first; no array: this runs for every fix.
+        var earlier: (Double?, Double?) = (nil, nil)
+        let since = time - Self.speedGap
+        for sample in samples.reversed() {
+            guard sample.time >= since, let report = sample.speed else { break }
+            if earlier.0 == nil {
+                earlier.0 = report
+            } else {
+                earlier.1 = report
+                break
+            }
+        }
+        let median: Double
+        switch earlier {
+        case let (first?, second?): median = max(min(speed, first), min(max(speed, first), second))
+        // Two reports: the lower, so a single spike counts as nothing.
+        case let (first?, nil): median = min(speed, first)
+        default: median = speed
+        }
+        return median >= Self.movingSpeed ? median : 0
+    }
+
+    /// Across a gap in the Doppler reports: at least the chord if either end was moving, at most the
+    /// faster end's speed for the whole gap.
+    private func bridge(from start: Sample, to end: Sample, speeds: (Double, Double)) -> Double {
+        let elapsed = end.time - start.time
+        let slower = min(speeds.0, speeds.1) >= Self.movingSpeed ? min(speeds.0, speeds.1) : 0
+        let faster = max(speeds.0, speeds.1) >= Self.movingSpeed ? max(speeds.0, speeds.1) : 0
+        let chord = Geodesy.distance(start.latitude, start.longitude, end.latitude, end.longitude)
+        return min(elapsed * faster, max(chord, elapsed * slower))
+    }
+
+    /// The average speed along the chord of the last `chordSeconds` times the time since the last fix;
+    /// 0 while standing; on starting, the chord from where counting stopped.
+    private mutating func positionStep(to sample: Sample) -> Double {
+        let oldest = samples[0]
+        // Starting is measured from where counting stopped, never from the way there.
+        let start = stoppedAt.flatMap { $0.time > oldest.time ? $0 : nil } ?? oldest
+        if movingByPosition {
+            let from = samples.last(where: { $0.time <= sample.time - Self.stopSeconds }) ?? oldest
+            movingByPosition = distance(from, sample) >= Self.stopRadius
+            guard movingByPosition else {
+                stoppedAt = samples.last
+                return 0
+            }
+            let chordStart = samples.last(where: { $0.time <= sample.time - Self.chordSeconds }) ?? oldest
+            return distance(chordStart, sample) / (sample.time - chordStart.time) * (sample.time - samples.last!.time)
+        }
+        movingByPosition = distance(start, sample) >= Self.startRadius
+        return movingByPosition ? distance(start, sample) : 0
+    }
+
+    private func distance(_ a: Sample, _ b: Sample) -> Double {
+        Geodesy.distance(a.latitude, a.longitude, b.latitude, b.longitude)
+    }
+}

@@ -1,0 +1,180 @@
+import FoundationEssentials
+import Glibc
+import NIOConcurrencyHelpers
+import SystemIO
+import WalkModel
+
+/// `status.json` in the state directory: what `fieldlog status` shows about the running recorder.
+/// Not synced, since it only describes the present. Written at once when the connection to gpsd, the walk
+/// or its milestones change, otherwise at most every 30 s: `fieldlog status` takes distance and milestones
+/// from the journal and corrects the age of the last fix by the journal's newer fixes, so a refresh only
+/// says the recorder is alive.
+///
+/// Rewritten in place by one `pwrite` at offset 0, padded with spaces to the file's length so that it never
+/// shrinks (JSON allows trailing whitespace). Replacing it whole (temp file + rename) made ext4 write the new
+/// file out at once (`auto_da_alloc`): a sixth of the recorder's CPU at 1 Hz (BENCHMARKS.md section 7). In
+/// place it needs no new inode or block, so it also works on a full disk. A reader may catch a write half
+/// done, or a power cut may leave one: `read` tries again, and the recorder writes the file anew at start.
+public final class StatusFile: @unchecked Sendable {
+    public enum GPSDState: String, Codable, Sendable {
+        case connecting, connected, disconnected, stopped
+    }
+
+    public struct Contents: Codable, Sendable {
+        public var pid: Int32
+        public var gpsd: GPSDState
+        public var gpsdAddress: String
+        public var walk: String?
+        public var distanceMetres: Double
+        public var milestones: Int
+        public var lastFixTime: String?
+        /// System-clock time at which the last fix was journaled, for its age.
+        public var lastFixWall: Double?
+        public var updatedWall: Double
+        /// Set while journal records cannot be written and are held in memory.
+        public var storage: Storage?
+        /// Fixes dropped this session for an implausible GPS time, and the first GPS time of the latest episode.
+        public var suspectFixes: Int?
+        public var lastSuspectTime: String?
+        /// Fixes dropped this session for their accuracy, position, a jump or a time that did not advance.
+        public var rejectedFixes: Int?
+
+        public struct Storage: Codable, Sendable {
+            public var since: Double
+            public var reason: String
+            public var heldRecords: Int
+            public var droppedFixes: Int
+
+            package enum CodingKeys: String, CodingKey {
+                case since, reason
+                case heldRecords = "held_records"
+                case droppedFixes = "dropped_fixes"
+            }
+        }
+
+        package enum CodingKeys: String, CodingKey {
+            case pid, gpsd, walk, milestones, storage
+            case gpsdAddress = "gpsd_address"
+            case distanceMetres = "distance_m"
+            case lastFixTime = "last_fix_time"
+            case lastFixWall = "last_fix_wall"
+            case updatedWall = "updated_wall"
+            case suspectFixes = "suspect_fixes"
+            case lastSuspectTime = "last_suspect_time"
+            case rejectedFixes = "rejected_fixes"
+        }
+    }
+
+    public static let fileName = "status.json"
+    private let path: String
+    private let lock = NIOLock()
+    private var contents: Contents
+    /// The last fix's GPS time, formatted into `contents` only when the file is written.
+    private var lastFixTime: Double?
+    /// Whether `lastFixTime` has been taken from a summary: from then on, a new one is a fix just journaled.
+    private var knowsLastFix = false
+    private var lastWrite = 0.0
+    /// The file's length after this process's last whole write; nil before the first.
+    private var length: Int?
+    private static let minimumInterval = 30.0
+    /// A status is well under a kilobyte.
+    package static let maxBytes = 64 << 10
+
+    public init(directory: String, gpsdAddress: String) {
+        path = directory + "/" + Self.fileName
+        contents = Contents(
+            pid: getpid(), gpsd: .connecting, gpsdAddress: gpsdAddress, walk: nil, distanceMetres: 0,
+            milestones: 0, lastFixTime: nil, lastFixWall: nil, updatedWall: Date().timeIntervalSince1970)
+    }
+
+    /// The status, or nil when there is none or it cannot be read (read twice: a write may be under way).
+    public static func read(directory: String) -> Contents? {
+        for attempt in 0..<2 {
+            if attempt > 0 { usleep(20_000) }
+            // Only a regular file of a status's size: a FIFO put there would block `fieldlog status` for ever.
+            let bytes: [UInt8]
+            do {
+                bytes = try FileIO.readRegular(fileName, in: directory, maxBytes: maxBytes)
+            } catch {
+                RefusedFiles.report(error)
+                return nil
+            }
+            if let contents = try? JSONDecoder().decode(Contents.self, from: Data(bytes)) { return contents }
+        }
+        return nil
+    }
+
+    /// The connection to gpsd and the system-clock time the last fix was journaled, as now (not as last written).
+    public var gpsdState: (state: GPSDState, lastFixWall: Double?) {
+        lock.withLock { (contents.gpsd, contents.lastFixWall) }
+    }
+
+    public func noteFix(summary: WalkRecorder.Summary) {
+        lock.withLock {
+            let changed = contents.walk != summary.walkID || contents.milestones != summary.milestones
+                || contents.suspectFixes != summary.suspectFixes
+            let storageChanged = apply(summary)
+            writeIfDue(force: changed || storageChanged)
+        }
+    }
+
+    public func update(gpsd: GPSDState, summary: WalkRecorder.Summary) {
+        lock.withLock {
+            let changed = contents.gpsd != gpsd
+            contents.gpsd = gpsd
+            let storageChanged = apply(summary)
+            writeIfDue(force: changed || storageChanged)
+        }
+    }
+
+    private func apply(_ summary: WalkRecorder.Summary) -> Bool {
+        // The age of the last fix is that of the last fix journaled: a fix held or dropped is none.
+        if knowsLastFix && summary.lastFixTime != lastFixTime {
+            contents.lastFixWall = Date().timeIntervalSince1970
+        }
+        knowsLastFix = true
+        contents.suspectFixes = summary.suspectFixes
+        contents.lastSuspectTime = summary.lastSuspectTime.map(Timestamp.format)
+        contents.rejectedFixes = summary.rejectedFixes
+        let failing = summary.storage != nil
+        let changed = failing != (contents.storage != nil)
+        contents.storage = summary.storage.map {
+            Contents.Storage(since: $0.since, reason: $0.reason, heldRecords: $0.heldRecords, droppedFixes: $0.droppedFixes)
+        }
+        contents.walk = summary.walkID
+        contents.distanceMetres = (summary.distance * 10).rounded() / 10
+        contents.milestones = summary.milestones
+        lastFixTime = summary.lastFixTime
+        return changed
+    }
+
+    private func writeIfDue(force: Bool) {
+        let now = Date().timeIntervalSince1970
+        guard force || now - lastWrite >= Self.minimumInterval else { return }
+        contents.updatedWall = now
+        contents.lastFixTime = lastFixTime.map(Timestamp.format)
+        lastWrite = now
+        guard var bytes = try? Array(JSONEncoder().encode(contents)) else { return }
+        bytes.append(UInt8(ascii: "\n"))
+        // Best effort: status is informational and must never stop the recorder. A file left by an earlier
+        // run is cut to nothing first; after that, padding covers what a longer write left.
+        // Never through a link, nor into a FIFO or a device (opening a FIFO would block the recorder).
+        let descriptor = open(
+            path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (length == nil ? O_TRUNC : 0), 0o644)
+        guard descriptor >= 0 else {
+            if errno == ELOOP || errno == ENXIO { RefusedFiles.report(FileIOError(path: path, reason: "not a regular file", number: errno)) }
+            return
+        }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            RefusedFiles.report(FileIOError(path: path, reason: "not a regular file", number: EINVAL))
+            return
+        }
+        if let length, bytes.count < length {
+            bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: length - bytes.count))
+        }
+        let written = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress!, $0.count, 0) }
+        if written > 0 { length = max(length ?? 0, written) }
+    }
+}

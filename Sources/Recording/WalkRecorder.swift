@@ -1,0 +1,363 @@
+import FoundationEssentials
+import Glibc
+import NIOConcurrencyHelpers
+import Logging
+import WalkJournal
+import WalkModel
+
+/// Turns a stream of fixes into walk journals: starts, resumes and ends walks, and decides what must be on
+/// disk when. One lock makes it safe from any thread: the gpsd reader thread records each fix itself, the
+/// photo service attaches photos from its task. Storage faults never reach its callers: the journal
+/// writer holds records in memory while the disk fails and writes them, in order, when it works again.
+public final class WalkRecorder: @unchecked Sendable {
+    public let store: JournalStore
+    public let limits: WalkLimits
+    private let logger: Logger
+    /// Fixes are synced at least this often (monotonic time); milestones and walk boundaries at once.
+    /// Every 2 s was a fifth of the recorder's CPU at 1 Hz and a flash write every 2 s; 5 s is still "every
+    /// few seconds" (issue 2), for at most about 6 s of track lost at a power cut.
+    private let syncInterval: Duration
+    private let clock = ContinuousClock()
+    private let lock = NIOLock()
+
+    private let writer: JournalWriter
+    private var collapser = EpochCollapser()
+    private var walk: OpenWalk?
+    /// An interrupted walk found at start-up, resumed or closed by the first fix.
+    private var interrupted: WalkLog?
+    private var lastSync: ContinuousClock.Instant
+    /// The monotonic clock's origin for the time guard.
+    private let started: ContinuousClock.Instant
+    /// Holds fixes whose GPS time cannot be believed (see GPSTimeGuard).
+    private var timeGuard: GPSTimeGuard
+    /// Fixes dropped this session for an implausible GPS time, and the GPS time of the last such episode's first.
+    private var suspectFixes = 0
+    private var lastSuspectTime: Double?
+    /// Fixes dropped this session for anything else (accuracy, no position, a jump, time not advancing).
+    private var rejectedFixes = 0
+    private var unsynced = false
+    /// Events that happened before a walk file existed, journaled into the walk when it starts.
+    private var earlyEvents: [JournalEvent] = []
+    /// Called with each milestone once it is on disk, under the lock: it must not call back into the recorder.
+    private var onMilestone: (@Sendable (Milestone, _ walkID: String) -> Void)?
+
+    private struct OpenWalk {
+        var id: String
+        var tracker: WalkTracker
+    }
+
+    public struct Summary: Sendable {
+        public var walkID: String?
+        public var distance: Double
+        public var milestones: Int
+        public var lastFixTime: Double?
+        /// Set while journal records cannot be written and are held in memory.
+        public var storage: StorageTrouble?
+        /// Fixes dropped this session for an implausible GPS time, and the first GPS time of the latest episode.
+        public var suspectFixes = 0
+        public var lastSuspectTime: Double?
+        /// Fixes dropped this session for their accuracy, position, a jump or a time that did not advance.
+        public var rejectedFixes = 0
+
+        package init(walkID: String? = nil, distance: Double, milestones: Int, lastFixTime: Double? = nil, storage: StorageTrouble? = nil, lastSuspectTime: Double? = nil) {
+            self.walkID = walkID
+            self.distance = distance
+            self.milestones = milestones
+            self.lastFixTime = lastFixTime
+            self.storage = storage
+            self.lastSuspectTime = lastSuspectTime
+        }
+    }
+
+    /// Opens the state directory and repairs the newest walk if a crash cut it short. Fails only when the
+    /// state directory cannot be created, written or read at all.
+    public init(
+        store: JournalStore, limits: WalkLimits, logger: Logger, syncInterval: Duration = .seconds(5),
+        maxHeldBytes: Int = 16 << 20
+    ) throws(JournalError) {
+        self.store = store
+        self.limits = limits
+        self.logger = logger
+        self.syncInterval = syncInterval
+        writer = JournalWriter(store: store, logger: logger, maxHeldBytes: maxHeldBytes) {
+            Date().timeIntervalSince1970
+        }
+        lastSync = clock.now
+        started = lastSync
+        timeGuard = GPSTimeGuard(lastGoodTime: nil, idleGap: limits.idleGap)
+        try store.prepare()
+        store.removeLeftovers()
+        if let latest = try store.walkIDs().last {
+            let removed = try JournalFile.repairTornTail(path: store.path(for: latest))
+            if removed > 0 {
+                logger.warning("repaired walk \(latest): removed a torn last line of \(removed) bytes")
+            }
+            let log = try store.read(latest)
+            // The receiver's last good time: a fix before it, or far after it, is held until others confirm it.
+            timeGuard = GPSTimeGuard(lastGoodTime: log.lastTime, idleGap: limits.idleGap)
+            if !log.damagedLines.isEmpty {
+                logger.warning("walk \(latest): skipped damaged lines \(log.damagedLines)")
+            }
+            if log.isOpen, log.points.last != nil {
+                interrupted = log
+                logger.info(
+                    "walk \(latest) was interrupted at \(wholeMetres(log.distance)) m; it resumes if fixes continue within \(Int(limits.idleGap)) s"
+                )
+            }
+        }
+    }
+
+    /// Registers who acts on milestones (photo lookup); it is called once the milestone is synced, or held
+    /// in memory while the storage fails (photos are still looked up meanwhile).
+    public func setMilestoneHandler(_ handler: @escaping @Sendable (Milestone, _ walkID: String) -> Void) {
+        lock.withLock { onMilestone = handler }
+    }
+
+    /// Registers what frees space when the storage is full (the thumbnail cache); called once per episode.
+    public func setStorageFullHandler(_ handler: @escaping @Sendable () -> Void) {
+        lock.withLock { writer.onStorageFull = handler }
+    }
+
+    public var summary: Summary {
+        lock.withLock { currentSummary }
+    }
+
+    private var currentSummary: Summary {
+        var summary: Summary
+        if let walk {
+            summary = Summary(
+                walkID: walk.id, distance: walk.tracker.distance, milestones: walk.tracker.milestoneCount,
+                lastFixTime: walk.tracker.lastPoint?.fix.time, storage: writer.trouble)
+        } else {
+            summary = Summary(
+                walkID: interrupted?.id, distance: interrupted?.distance ?? 0,
+                milestones: interrupted?.milestones.count ?? 0, lastFixTime: interrupted?.points.last?.fix.time,
+                storage: writer.trouble)
+        }
+        summary.suspectFixes = suspectFixes
+        summary.lastSuspectTime = lastSuspectTime
+        summary.rejectedFixes = rejectedFixes
+        return summary
+    }
+
+    /// Feeds one fix from gpsd. Fixes without GPS time are useless to a walk on GPS time and are dropped
+    /// before they get here.
+    public func record(_ fix: Fix) {
+        lock.withLock {
+            if let finished = collapser.add(fix) {
+                process(finished)
+            }
+        }
+    }
+
+    /// Journals a recorder event (gpsd state, errors) with the system clock as its wall time.
+    public func note(_ kind: JournalEvent.Kind, message: String? = nil) {
+        lock.withLock { journal(kind, message: message) }
+    }
+
+    /// Journals an event into walk `id`, which may have ended since, and syncs it.
+    public func note(_ kind: JournalEvent.Kind, message: String? = nil, toWalk id: String) {
+        lock.withLock {
+            let event = JournalEvent(kind: kind, wall: Date().timeIntervalSince1970, message: message)
+            writer.append(JournalCodec.encode(.event(event)), to: id)
+            sync()
+        }
+    }
+
+    /// Called when gpsd's stream pauses or ends, or reports without a fix: the last epoch is complete, and
+    /// unsynced fixes are synced if due.
+    public func flush() {
+        lock.withLock {
+            if let finished = collapser.flush() {
+                process(finished)
+            }
+            syncIfDue()
+        }
+    }
+
+    /// Ends this session (not the walk: a later session may resume it) with everything on disk if the
+    /// storage allows. Returns false when records could not be written: they are lost with the process.
+    @discardableResult
+    public func finishSession(reason: String) -> Bool {
+        lock.withLock {
+            if let finished = collapser.flush() {
+                process(finished)
+            }
+            if let episode = timeGuard.finish() {
+                noteSuspect(episode)
+            }
+            journal(.sessionEnd, message: reason)
+            if writer.sync(now: true) { return true }
+            if let trouble = writer.trouble {
+                logger.critical(
+                    "storage still failing at exit (\(trouble.reason)): \(trouble.heldRecords) journal records held in memory are lost")
+            }
+            return false
+        }
+    }
+
+    /// Journals a milestone's photo outcome into its walk, which may have ended since, and syncs it: a
+    /// photo recorded is a photo not fetched again.
+    public func attach(_ photo: MilestonePhoto, toWalk id: String) {
+        lock.withLock {
+            writer.append(JournalCodec.encode(.photo(photo)), to: id)
+            sync()
+        }
+    }
+
+    private func journal(_ kind: JournalEvent.Kind, message: String?) {
+        let event = JournalEvent(
+            kind: kind, time: walk?.tracker.lastPoint?.fix.time, wall: Date().timeIntervalSince1970,
+            message: message)
+        guard let walk else {
+            earlyEvents.append(event)
+            return
+        }
+        writer.append(JournalCodec.encode(.event(event)), to: walk.id)
+        unsynced = true
+    }
+
+    private func syncIfDue() {
+        if unsynced && clock.now - lastSync >= syncInterval {
+            sync()
+        }
+    }
+
+    private func sync() {
+        writer.sync()
+        unsynced = false
+        lastSync = clock.now
+    }
+
+    private func process(_ reported: Fix) {
+        let fix = reported.bounded
+        if let flaw = WalkTracker.flaw(of: fix, limits: limits) {
+            rejectedFixes += 1
+            logger.debug("fix dropped: \(flaw)")
+            return
+        }
+        let elapsed = clock.now - started
+        let monotonic = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        let outcome = timeGuard.check(fix, monotonic: monotonic)
+        if let episode = outcome.episode {
+            noteSuspect(episode)
+        }
+        if let jump = outcome.jump {
+            let message = "GPS time moved from \(Timestamp.format(jump.from)) to \(Timestamp.format(jump.to)), "
+                + "confirmed by \(jump.fixes) fixes in a row"
+            logger.info("\(message)")
+            journal(.timeJump, message: message)
+        }
+        for accepted in outcome.accepted {
+            walkOn(accepted)
+        }
+    }
+
+    /// One suspect episode: counted, logged as a warning and journaled once.
+    private func noteSuspect(_ episode: GPSTimeGuard.Episode) {
+        suspectFixes += episode.dropped
+        // Any number may come as a time; one too large for a date (or NaN) is shown as the number.
+        let formattable = abs(episode.firstTime) < 1e12
+        lastSuspectTime = formattable ? episode.firstTime : nil
+        let noun = episode.dropped == 1 ? "fix" : "fixes"
+        let first = formattable ? Timestamp.format(episode.firstTime) : String(episode.firstTime)
+        let message = "\(episode.dropped) \(noun) dropped for an implausible GPS time, from \(first) "
+            + "(\(episode.suspicion.rawValue))"
+        logger.warning("\(message)")
+        journal(.timeSuspect, message: message)
+    }
+
+    /// Feeds a fix whose time is believed to the walk.
+    private func walkOn(_ fix: Fix) {
+        if walk == nil {
+            open(for: fix)
+        } else if let last = walk?.tracker.lastPoint?.fix.time, fix.time - last > limits.idleGap || fix.time <= last {
+            // A long pause, or the receiver's time confirmed to have moved back: the walk so far is over.
+            endWalk()
+            open(for: fix)
+        }
+        guard let id = walk?.id else { return }
+        // In place: a copy of the walk would copy the tracker's recent fixes on every fix.
+        let events = walk!.tracker.ingest(fix)
+        for event in events {
+            switch event {
+            case let .segment(segment):
+                writer.append(JournalCodec.encode(.segment(segment)), to: id)
+            case let .point(point):
+                writer.append(JournalCodec.encode(.point(point)), to: id, isFix: true)
+            case let .milestone(milestone):
+                writer.append(JournalCodec.encode(.milestone(milestone)), to: id)
+                sync()
+                logger.info("milestone \(milestone.index) at \(Int(milestone.distance)) m")
+                onMilestone?(milestone, id)
+                continue
+            case let .rejected(_, reason):
+                rejectedFixes += 1
+                logger.debug("fix dropped: \(reason)")
+                continue
+            }
+            unsynced = true
+        }
+        syncIfDue()
+    }
+
+    /// Opens the walk `fix` belongs to: the interrupted one if it continues in time, else a new one.
+    private func open(for fix: Fix) {
+        if let log = interrupted, let last = log.lastTime {
+            interrupted = nil
+            let pause = fix.time - last
+            // A journal whose distance no walk could have (a speed of 1e308 once reached it) is not resumed as
+            // truth: it is closed at the distance its own fixes give under today's rules.
+            if let implausible = WalkTracker.implausibleDistance(of: log, limits: limits) {
+                let message = "not resumed: \(implausible.reason); closed at the \(Int(implausible.recomputed)) m its fixes give"
+                logger.warning("walk \(log.id) \(message)")
+                let event = JournalEvent(kind: .error, time: last, wall: Date().timeIntervalSince1970, message: message)
+                writer.append(JournalCodec.encode(.event(event)), to: log.id)
+                writer.append(JournalCodec.encode(.walkEnd(time: last, distance: implausible.recomputed)), to: log.id)
+                sync()
+            } else if pause > 0 && pause <= limits.idleGap {
+                let tracker = WalkTracker(limits: limits, restoring: log.points, milestones: log.milestones)
+                walk = OpenWalk(id: log.id, tracker: tracker)
+                writer.current = log.id
+                logger.info("resuming walk \(log.id) after \(Int(pause)) s at \(wholeMetres(log.distance)) m")
+                journal(.resumed, message: "after \(Int(pause)) s")
+                writeEarlyEvents()
+                return
+            } else {
+                writer.append(JournalCodec.encode(.walkEnd(time: last, distance: log.distance)), to: log.id)
+                sync()
+                logger.info("closed interrupted walk \(log.id) at \(wholeMetres(log.distance)) m")
+            }
+        }
+        let id = store.newWalkID(startingAt: fix.time)
+        writer.current = id
+        writer.append(JournalCodec.encode(.walkStart(id: id, time: fix.time, every: limits.milestoneEvery)), to: id)
+        walk = OpenWalk(id: id, tracker: WalkTracker(limits: limits))
+        logger.info("walk \(id) started")
+        writeEarlyEvents()
+        sync()
+    }
+
+    private func writeEarlyEvents() {
+        guard let walk else { return }
+        for event in earlyEvents {
+            writer.append(JournalCodec.encode(.event(event)), to: walk.id)
+        }
+        earlyEvents.removeAll()
+    }
+
+    private func endWalk() {
+        guard let current = walk, let last = current.tracker.lastPoint else { return }
+        writer.append(
+            JournalCodec.encode(.walkEnd(time: last.fix.time, distance: current.tracker.distance)), to: current.id)
+        sync()
+        logger.info("walk \(current.id) ended at \(Int(current.tracker.distance)) m")
+        walk = nil
+        writer.current = nil
+    }
+}
+
+/// Metres as a whole number for the log; a journal may hold any number, which `Int` cannot always take.
+private func wholeMetres(_ value: Double) -> String {
+    abs(value) < 1e15 ? String(Int(value)) : String(value)
+}

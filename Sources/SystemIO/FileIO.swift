@@ -1,0 +1,181 @@
+import Glibc
+import Synchronization
+
+/// The few file operations fieldlog needs beyond Foundation's, with errno turned into messages.
+public enum FileIO {
+    /// An errno with its text.
+    public struct Failure: Error, CustomStringConvertible {
+        public let number: Int32
+        public var text: String { String(cString: strerror(number)) }
+        public var description: String { text }
+    }
+
+    /// Writes all of `bytes` to `descriptor`, retrying short writes. Returns the error on failure.
+    public static func writeAll(_ bytes: some Collection<UInt8>, to descriptor: Int32) -> Failure? {
+        var remaining = ArraySlice(bytes)
+        while !remaining.isEmpty {
+            let written = remaining.withUnsafeBytes { write(descriptor, $0.baseAddress!, $0.count) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return Failure(number: errno)
+            }
+            remaining = remaining.dropFirst(written)
+        }
+        return nil
+    }
+
+    /// The whole contents of `path`, read straight into one array (no Data in between: journals of long
+    /// walks are megabytes, and export reads them whole). A file of more than `limit` bytes is an error
+    /// (EFBIG), told from its size before it is read, or as soon as reading passes the limit.
+    public static func readAll(_ path: String, limit: Int = .max) throws(FileIOError) -> [UInt8] {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw FileIOError(path: path, reason: String(cString: strerror(errno)), number: errno) }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw FileIOError(path: path, reason: String(cString: strerror(errno))) }
+        guard status.st_size <= limit else { throw FileIOError(path: path, reason: "\(status.st_size) bytes", number: EFBIG) }
+        var failure: Int32 = 0
+        func fill(_ buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+            var filled = 0
+            while filled < buffer.count {
+                let got = read(descriptor, buffer.baseAddress! + filled, buffer.count - filled)
+                if got < 0 && errno == EINTR { continue }
+                if got < 0 { failure = errno }
+                if got <= 0 { break }
+                filled += got
+            }
+            return filled
+        }
+        var bytes = [UInt8](unsafeUninitializedCapacity: Int(status.st_size)) { $1 = fill($0) }
+        // A journal being recorded grows while it is read: take what came after fstat too.
+        while failure == 0 && bytes.count == bytes.capacity {
+            let more = [UInt8](unsafeUninitializedCapacity: 1 << 16) { $1 = fill($0) }
+            if more.isEmpty { break }
+            bytes += more
+            if bytes.count > limit { throw FileIOError(path: path, reason: "more than \(limit) bytes", number: EFBIG) }
+        }
+        if failure != 0 { throw FileIOError(path: path, reason: String(cString: strerror(failure)), number: failure) }
+        return bytes
+    }
+
+    /// Opens `name` in `directory` for reading, only if it is what a file fieldlog keeps must be: a regular
+    /// file (not a link, followed nowhere: O_NOFOLLOW relative to the directory; not a FIFO or a device,
+    /// which could block the opening or the reading for ever: O_NONBLOCK) of at most `maxBytes`. Returns the
+    /// descriptor, which the caller closes, and the size.
+    public static func openRegular(_ name: String, in directory: String, maxBytes: Int) throws(FileIOError)
+        -> (descriptor: Int32, size: Int)
+    {
+        let path = directory + "/" + name
+        let parent = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard parent >= 0 else { throw FileIOError(path: directory, reason: String(cString: strerror(errno)), number: errno) }
+        defer { close(parent) }
+        let descriptor = openat(parent, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            let number = errno
+            throw FileIOError(path: path, reason: number == ELOOP ? "a symbolic link" : String(cString: strerror(number)), number: number)
+        }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            let number = errno
+            close(descriptor)
+            throw FileIOError(path: path, reason: String(cString: strerror(number)), number: number)
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            close(descriptor)
+            throw FileIOError(path: path, reason: "not a regular file", number: EINVAL)
+        }
+        guard status.st_size <= maxBytes else {
+            close(descriptor)
+            throw FileIOError(path: path, reason: "\(status.st_size) bytes, more than the \(maxBytes) it may hold", number: EFBIG)
+        }
+        return (descriptor, Int(status.st_size))
+    }
+
+    /// The contents of `name` in `directory` if it passes `openRegular`, read to its end but never past
+    /// `maxBytes` (a file still growing stops there).
+    public static func readRegular(_ name: String, in directory: String, maxBytes: Int) throws(FileIOError) -> [UInt8] {
+        let (descriptor, size) = try openRegular(name, in: directory, maxBytes: maxBytes)
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: min(maxBytes, size + (1 << 16)))
+        var filled = 0
+        while filled < bytes.count {
+            let got = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + filled, $0.count - filled) }
+            if got < 0 && errno == EINTR { continue }
+            if got < 0 {
+                throw FileIOError(path: directory + "/" + name, reason: String(cString: strerror(errno)), number: errno)
+            }
+            if got == 0 { break }
+            filled += got
+            // A journal being recorded grows while it is read: take what came after fstat too, up to the bound.
+            if filled == bytes.count && bytes.count < maxBytes {
+                bytes += [UInt8](repeating: 0, count: min(maxBytes - bytes.count, 1 << 16))
+            }
+        }
+        bytes.removeSubrange(filled...)
+        return bytes
+    }
+
+    /// `mkdir -p`: `directory` and its missing parents; an error names the one that could not be made.
+    public static func makeDirectories(_ directory: String) throws(FileIOError) {
+        var prefix = directory.hasPrefix("/") ? "" : "."
+        for component in directory.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                throw FileIOError(path: prefix, reason: String(cString: strerror(errno)), number: errno)
+            }
+        }
+        var info = stat()
+        guard stat(directory, &info) == 0 else {
+            throw FileIOError(path: directory, reason: String(cString: strerror(errno)), number: errno)
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            throw FileIOError(path: directory, reason: "it exists and is not a directory", number: ENOTDIR)
+        }
+    }
+
+    /// Replaces `path` whole: writes a temporary file beside it and renames it over `path`, so readers see
+    /// the old file or the new one, never half. `durable` also syncs the data before the rename.
+    public static func replace(_ path: String, with bytes: some Collection<UInt8>, durable: Bool) throws(FileIOError) {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { String(path[...$0]) } ?? ""
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let temporary = directory + ".\(name).\(getpid()).tmp"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw FileIOError(path: path, reason: String(cString: strerror(errno))) }
+        var failure = writeAll(bytes, to: descriptor)
+        if failure == nil && durable && fsync(descriptor) != 0 { failure = Failure(number: errno) }
+        close(descriptor)
+        if failure == nil && rename(temporary, path) != 0 { failure = Failure(number: errno) }
+        if let failure {
+            unlink(temporary)
+            throw FileIOError(path: path, reason: failure.text)
+        }
+    }
+}
+
+public struct FileIOError: Error, CustomStringConvertible {
+    public let path: String
+    public let reason: String
+    /// The errno, when it was one.
+    public var number: Int32 = 0
+
+    public var description: String { "cannot write \(path): \(reason)" }
+
+    package init(path: String, reason: String, number: Int32 = 0) {
+        self.path = path
+        self.reason = reason
+        self.number = number
+    }
+}
+
+/// Files fieldlog found not to be what they claim (a link, a FIFO, a device, one larger than it may be):
+/// skipped, and each told once per process on standard error (the service's goes to journald).
+package enum RefusedFiles {
+    private static let told = Mutex(Set<String>())
+
+    /// Tells of `error` once per path; a file that is simply gone (an evicted thumbnail) is not worth a word.
+    package static func report(_ error: FileIOError) {
+        guard error.number != ENOENT, told.withLock({ $0.insert(error.path).inserted }) else { return }
+        _ = FileIO.writeAll("fieldlog: skipped \(error.path): \(error.reason)\n".utf8, to: STDERR_FILENO)
+    }
+}

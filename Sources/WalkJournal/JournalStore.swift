@@ -1,0 +1,129 @@
+import FoundationEssentials
+import Glibc
+import SystemIO
+import WalkModel
+
+/// The state directory: one append-only journal per walk, named from the walk's first GPS time so that
+/// names sort in walk order.
+public struct JournalStore: Sendable {
+    public let directory: String
+
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    package static let prefix = "walk-"
+    package static let suffix = ".jsonl"
+    /// The largest journal read: about five days of walking without a pause at one fix a second (150 bytes a
+    /// fix), far beyond any walk, and a bound on what a damaged or planted file can make fieldlog allocate.
+    public static let maxJournalBytes = 64 << 20
+
+    public func path(for id: String) -> String {
+        directory + "/" + Self.prefix + id + Self.suffix
+    }
+
+    /// Creates the directory if needed and checks it can be written.
+    public func prepare() throws(JournalError) {
+        do {
+            try FileIO.makeDirectories(directory)
+        } catch {
+            throw JournalError(.cannotOpen, path: error.path, reason: "cannot create it: \(error.reason)")
+        }
+        guard FileManager.default.isWritableFile(atPath: directory) else {
+            throw JournalError(.cannotWrite, path: directory, reason: "permission denied")
+        }
+    }
+
+    /// Removes the temporary files of whole-file replacements (`.NAME.PID.tmp`: walks.index; status.json
+    /// was replaced that way before it was written in place) that a crash or power cut left behind. Only the
+    /// recorder calls it: a replacement may be under way in a running recorder.
+    public func removeLeftovers() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for name in names where name.hasPrefix(".") && name.hasSuffix(".tmp") {
+            try? FileManager.default.removeItem(atPath: directory + "/" + name)
+        }
+    }
+
+    /// Walk ids, oldest first: journals that are regular files of at most `maxJournalBytes`. A link, a FIFO
+    /// (opening it would wait for a writer for ever) or an oversized file named like a journal is skipped
+    /// and told of once: no command, nor the recorder, reads it.
+    public func walkIDs() throws(JournalError) -> [String] {
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: directory)
+        } catch {
+            let exists = FileManager.default.fileExists(atPath: directory)
+            throw JournalError(.cannotRead, path: directory, reason: exists ? "permission denied" : "no such directory")
+        }
+        let parent = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        defer { if parent >= 0 { close(parent) } }
+        return names.filter { $0.hasPrefix(Self.prefix) && $0.hasSuffix(Self.suffix) && isJournal($0, in: parent) }
+            .map { String($0.dropFirst(Self.prefix.count).dropLast(Self.suffix.count)) }
+            .sorted()
+    }
+
+    private func isJournal(_ name: String, in parent: Int32) -> Bool {
+        var status = stat()
+        guard parent >= 0, fstatat(parent, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
+        let reason =
+            status.st_mode & S_IFMT != S_IFREG ? "not a regular file"
+            : status.st_size > Self.maxJournalBytes ? "\(status.st_size) bytes, more than the \(Self.maxJournalBytes) a journal may hold"
+            : nil
+        guard let reason else { return true }
+        RefusedFiles.report(FileIOError(path: directory + "/" + name, reason: reason, number: EINVAL))
+        return false
+    }
+
+    /// Resolves a walk id or `latest` (the default) to an existing walk id.
+    public func resolve(_ selector: String?) throws(JournalError) -> String {
+        let ids = try walkIDs()
+        guard let selector, selector != "latest" else {
+            guard let latest = ids.last else { throw JournalError(.noWalks, path: directory) }
+            return latest
+        }
+        guard ids.contains(selector) else { throw JournalError(.noSuchWalk, path: directory, reason: selector) }
+        return selector
+    }
+
+    /// Marks milestone `index` of walk `id` as a favourite, or takes the mark back: one line appended with a
+    /// single write and synced, as the recorder appends its own (it may be writing the same file). Returns
+    /// false, writing nothing, when the milestone already was so.
+    public func setStarred(
+        _ starred: Bool, milestone index: Int, walk id: String, wall: Double
+    ) throws(JournalError) -> Bool {
+        let log = try read(id)
+        guard log.milestones.contains(where: { $0.index == index }) else {
+            let range = log.milestones.isEmpty ? "none yet" : "0 to \(log.milestones.last!.index)"
+            throw JournalError(.noSuchMilestone, path: path(for: id), reason: "\(index) (this walk has \(range))")
+        }
+        guard log.starred.contains(index) != starred else { return false }
+        // A recorder that died mid-line left half a line: the mark must not be glued to it.
+        try JournalFile.repairTornTail(path: path(for: id))
+        let file = try JournalFile(path: path(for: id))
+        try file.append(JournalCodec.encode(.star(milestone: index, starred: starred, wall: wall)))
+        try file.sync()
+        return true
+    }
+
+    public func read(_ id: String) throws(JournalError) -> WalkLog {
+        let path = path(for: id)
+        do {
+            return WalkLog.parse(
+                id: id, contents: try FileIO.readRegular(Self.prefix + id + Self.suffix, in: directory, maxBytes: Self.maxJournalBytes))
+        } catch {
+            throw JournalError(.cannotRead, path: path, reason: error.reason)
+        }
+    }
+
+    /// A new, unused walk id for a walk starting at `time`: `20260522T094736Z`, with a suffix if taken.
+    public func newWalkID(startingAt time: Double) -> String {
+        let stamp = Timestamp.format(time.rounded(.down)).filter { $0 != "-" && $0 != ":" }
+        var id = stamp
+        var attempt = 1
+        while FileManager.default.fileExists(atPath: path(for: id)) {
+            attempt += 1
+            id = "\(stamp)-\(attempt)"
+        }
+        return id
+    }
+}

@@ -1,0 +1,47 @@
+/// A photo a source offers for a spot, with everything the journal records about it.
+public struct PhotoCandidate: Sendable, Equatable {
+    /// The source's id: validated (letters, digits, `_`, `-`; at most 64) before it names a cache file.
+    public var id: String
+    public var title: String
+    public var ownerName: String
+    public var ownerID: String
+    /// Licence as people read it, e.g. "CC BY 2.0" or "All rights reserved".
+    public var license: String
+    /// The photo's page (Flickr: https://www.flickr.com/photos/{owner}/{id}/); nil for local files.
+    public var pageURL: String?
+    /// Where the photo was taken.
+    public var latitude: Double
+    public var longitude: Double
+    /// Where the image comes from: an https URL, or a file path for the local folder source.
+    public var imageURL: String
+    /// When it was taken, as the source states it.
+    public var taken: String?
+
+    public init(
+        id: String, title: String, ownerName: String, ownerID: String, license: String, pageURL: String?,
+        latitude: Double, longitude: Double, imageURL: String, taken: String? = nil
+    ) {
+        self.id = id
+        self.title = title
+        self.ownerName = ownerName
+        self.ownerID = ownerID
+        self.license = license
+        self.pageURL = pageURL
+        self.latitude = latitude
+        self.longitude = longitude
+        self.imageURL = imageURL
+        self.taken = taken
+    }
+
+    /// Ids that may name a file: nothing from the network reaches a path unchecked.
+    public static func isValidID(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 64
+            && id.utf8.allSatisfy { $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
+    }
+}
+
+extension UInt8 {
+    fileprivate var isASCIIAlphanumeric: Bool {
+        (48...57).contains(self) || (65...90).contains(self) || (97...122).contains(self)
+    }
+}
