@@ -195,8 +195,22 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // What the tests share: the harness (temporary directories, the fieldlog binary, gpsfake), and fakes of
+        // Flickr and gpsd on loopback.
+        .target(
+            name: "FieldLogTestSupport",
+            dependencies: [
+                "WalkModel",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        // Seconds, and nothing but the toolchain: no gpsd, browser, root or fieldlog binary
+        // (`swift test --filter UnitTests`).
         .testTarget(
-            name: "FieldLogTests",
+            name: "UnitTests",
             dependencies: [
                 "WalkModel",
                 "SystemIO",
@@ -208,6 +222,28 @@ let package = Package(
                 "LivePage",
                 "FieldLogDaemon",
                 "WalkSimulation",
+                "FieldLogTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+        // The binary against real parts: gpsd fed by gpsfake, a headless browser, systemd, failing filesystems,
+        // cgroups; each test says what it needs and is skipped, with the reason, where it is missing.
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "WalkModel",
+                "SystemIO",
+                "WalkJournal",
+                "Recording",
+                "Thumbnailing",
+                "Photos",
+                "Exports",
+                "LivePage",
+                "FieldLogDaemon",
+                "WalkSimulation",
+                "FieldLogTestSupport",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,6 +1,6 @@
 """A stand-in for Flickr's REST API on loopback, for the daemon benchmark: every search near a point finds
 one photo 20 m north-east of it, and every download gets the same real JPEG (640 px, from demo/photos).
-The responses have the shape Tests/FieldLogTests/Support/FakeFlickr.swift serves (and Flickr does).
+The responses have the shape Sources/FieldLogTestSupport/FakeFlickr.swift serves (and Flickr does).
 """
 import http.server
 import json

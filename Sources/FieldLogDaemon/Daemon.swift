@@ -96,9 +96,14 @@ package struct Daemon {
         group = ServiceGroup(configuration: .init(services: services, logger: logger))
     }
 
-    /// Runs the services until SIGTERM or SIGINT (then shuts them down gracefully: the journal synced, photo
-    /// requests cancelled), or until they end by themselves.
+    /// Runs the services until they end by themselves (a replay over) or `shutDown()`.
     package func run() async throws {
+        try await group.run()
+    }
+
+    /// `run()`, and SIGTERM or SIGINT shut the services down gracefully (the journal synced, photo requests
+    /// cancelled). The signals are taken over for the rest of the process: for `fieldlog run`, not for tests.
+    package func runUntilSignalled() async throws {
         // Signals are waited for here, not by the group (see ShutdownSignals).
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { [logger, group] in

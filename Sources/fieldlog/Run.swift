@@ -105,7 +105,7 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
         var logger = Logger(label: "fieldlog")
         logger.logLevel = logLevel
         do {
-            try await Daemon(settings: settings, logger: logger).run()
+            try await Daemon(settings: settings, logger: logger).runUntilSignalled()
         } catch {
             throw CleanExit.failure("fieldlog: \(error)")
         }

@@ -1,0 +1,284 @@
+
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import WalkModel
+
+/// A stand-in for Flickr on loopback: `flickr.photos.search` with real geo filtering over photos placed
+/// along a test walk, the photos' JPEG files as images, and faults to switch on.
+package final class FakeFlickr: @unchecked Sendable {
+    package struct Photo {
+        package var id: String
+        package var latitude: Double
+        package var longitude: Double
+        package var title: String
+        package var owner = "12345678@N00"
+        package var ownerName = "Test Walker"
+        package var license = 4
+        /// The image served for it.
+        package var jpeg: [UInt8]
+
+        package init(
+            id: String, latitude: Double, longitude: Double, title: String, owner: String = "12345678@N00",
+            ownerName: String = "Test Walker", license: Int = 4, jpeg: [UInt8]
+        ) {
+            self.id = id
+            self.latitude = latitude
+            self.longitude = longitude
+            self.title = title
+            self.owner = owner
+            self.ownerName = ownerName
+            self.license = license
+            self.jpeg = jpeg
+        }
+    }
+
+    package enum Fault: Equatable {
+        case none
+        /// 503 with an HTML body, as Flickr's front end sends.
+        case serverError
+        /// 429 with an HTML body.
+        case rateLimited
+        /// Accepts the request and never answers.
+        case hang
+        case malformedJSON
+        /// HTTP 200 with `stat: fail` and this code.
+        case statFail(Int)
+        /// A whole answer, sent one byte a second.
+        case trickle
+        /// A chunked answer that never ends (a byte every 50 ms).
+        case endless
+        /// A valid answer padded to 3 MiB.
+        case huge
+        /// 302 to this URL.
+        case redirect(String)
+        /// This text as the answer, as it is.
+        case raw(String)
+    }
+
+    package enum ImageFault {
+        case notFound, truncated, corrupt, png, html, bomb, trickle, endless
+        case redirect(String)
+    }
+
+    /// What the server does with one request.
+    private enum Response {
+        case whole(HTTPResponseStatus, String, [UInt8], location: String? = nil)
+        case nothing
+        case trickle([UInt8])
+        case endless
+    }
+
+    package static let apiKey = "0123456789abcdef0123456789abcdef"
+
+    private let lock = NSLock()
+    private var photos: [Photo] = []
+    private var fault = Fault.none
+    private var imageFaults: [String: ImageFault] = [:]
+    /// Numbers as strings, the way Flickr sometimes sends them.
+    private var numbersAsStrings = false
+    private var requestLog: [String] = []
+    /// Photo entries sent as they are instead of the photos' own (hostile answers).
+    private var crafted: [[String: Any]]?
+    private var channel: (any Channel)?
+    package private(set) var port = 0
+
+    private(set) var scheme = "http"
+    package init() {}
+
+    package var endpoint: String { "\(scheme)://127.0.0.1:\(port)/services/rest/" }
+    package var imageBase: String { "\(scheme)://127.0.0.1:\(port)/img/" }
+
+    package func add(_ photo: Photo) { lock.withLock { photos.append(photo) } }
+    package func setFault(_ fault: Fault) { lock.withLock { self.fault = fault } }
+    package func setImageFault(_ fault: ImageFault?, for id: String) { lock.withLock { imageFaults[id] = fault } }
+    package func setNumbersAsStrings(_ value: Bool) { lock.withLock { numbersAsStrings = value } }
+    /// Every search answers these photo entries first, then the photos within the radius.
+    package func setCrafted(_ entries: [[String: Any]]?) { lock.withLock { crafted = entries } }
+    package var requests: [String] { lock.withLock { requestLog } }
+
+    /// Starts listening on `port` (0: any free port). Requests are answered on NIO's event loop, not on
+    /// Swift's cooperative pool, which tests waiting for child processes can hold for seconds.
+    /// With `tls`, it serves https with the test certificate of Tests/Fixtures/tls (signed by its ca.pem).
+    package func start(port: Int = 0, tls: Bool = false) async throws {
+        let context = try tls ? NIOSSLContext(configuration: .makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(Self.tlsFixtures + "/server.pem").map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: Self.tlsFixtures + "/server.key", format: .pem)))) : nil
+        scheme = tls ? "https" : "http"
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if let context {
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+                    }
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(Handler(flickr: self))
+                }
+            }
+            .bind(host: "127.0.0.1", port: port).get()
+        self.port = server.localAddress?.port ?? 0
+        lock.withLock { channel = server }
+    }
+
+    package static let tlsFixtures = Harness.fixtures + "/tls"
+
+    package func stop() async {
+        let channel = lock.withLock { self.channel }
+        try? await channel?.close()
+    }
+
+    /// One connection: answers each request as it comes; the hanging fault answers nothing and holds
+    /// the connection open until the client gives up.
+    private final class Handler: ChannelInboundHandler {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
+        let flickr: FakeFlickr
+
+        init(flickr: FakeFlickr) { self.flickr = flickr }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            guard case let .head(head) = unwrapInboundIn(data) else { return }
+            flickr.lock.withLock { flickr.requestLog.append(head.uri) }
+            var headers = HTTPHeaders()
+            let body: [UInt8]
+            var status = HTTPResponseStatus.ok
+            switch flickr.respond(to: head.uri) {
+            case .nothing:
+                return
+            case let .whole(code, contentType, bytes, location):
+                status = code
+                headers.add(name: "Content-Type", value: contentType)
+                if let location { headers.add(name: "Location", value: location) }
+                body = bytes
+            case let .trickle(bytes):
+                headers.add(name: "Content-Length", value: String(bytes.count))
+                context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil)
+                drip(bytes[...], every: .seconds(1), context: context)
+                return
+            case .endless:
+                headers.add(name: "Transfer-Encoding", value: "chunked")
+                context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil)
+                drip(nil, every: .milliseconds(50), context: context)
+                return
+            }
+            headers.add(name: "Content-Length", value: String(body.count))
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
+            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        }
+
+        /// Sends one byte of `bytes` (or of an endless stream, when nil) at each interval, until the bytes
+        /// run out or the client leaves.
+        private func drip(_ bytes: ArraySlice<UInt8>?, every interval: TimeAmount, context: ChannelHandlerContext) {
+            context.eventLoop.assumeIsolated().scheduleTask(in: interval) { [self] in
+                guard context.channel.isActive else { return }
+                if let bytes, bytes.isEmpty {
+                    context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+                    return
+                }
+                let byte = bytes?.first ?? UInt8(ascii: "x")
+                context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: [byte])))), promise: nil)
+                drip(bytes?.dropFirst(), every: interval, context: context)
+            }
+        }
+    }
+
+    private func respond(to uri: String) -> Response {
+        let html = Array("<html><body><h1>Something went wrong</h1></body></html>".utf8)
+        let components = URLComponents(string: uri)
+        let path = components?.path ?? ""
+        if path.hasPrefix("/img/") {
+            let id = String(path.dropFirst(5).dropLast(4))
+            return lock.withLock {
+                guard let photo = photos.first(where: { $0.id == id }) else { return .whole(.notFound, "text/html", html) }
+                switch imageFaults[id] {
+                case nil: return .whole(.ok, "image/jpeg", photo.jpeg)
+                case .notFound: return .whole(.notFound, "text/html", html)
+                case .truncated: return .whole(.ok, "image/jpeg", Array(photo.jpeg.prefix(photo.jpeg.count / 2)))
+                case .corrupt:
+                    var bytes = photo.jpeg
+                    for index in stride(from: bytes.count / 3, to: bytes.count - 2, by: 7) { bytes[index] = 0xFF }
+                    return .whole(.ok, "image/jpeg", bytes)
+                case .png:
+                    return .whole(.ok, "image/jpeg", [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 0, count: 64))
+                case .html: return .whole(.ok, "image/jpeg", html)
+                case .bomb: return .whole(.ok, "image/jpeg", Self.decompressionBomb)
+                case .trickle: return .trickle(photo.jpeg)
+                case .endless: return .endless
+                case let .redirect(url): return .whole(.found, "text/html", html, location: url)
+                }
+            }
+        }
+        let query = Dictionary(
+            (components?.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
+        let fault = lock.withLock { self.fault }
+        switch fault {
+        case .serverError: return .whole(.serviceUnavailable, "text/html", html)
+        case .rateLimited: return .whole(.tooManyRequests, "text/html", html)
+        case .hang: return .nothing
+        case .malformedJSON: return .whole(.ok, "application/json", Array(#"{"photos":{"page":1,"photo":[{"id":"#.utf8))
+        case let .statFail(code):
+            return .whole(.ok, "application/json", Array(#"{"stat":"fail","code":\#(code),"message":"Fake failure"}"#.utf8))
+        case .endless: return .endless
+        case let .redirect(url): return .whole(.found, "text/html", html, location: url)
+        case let .raw(text): return .whole(.ok, "application/json", Array(text.utf8))
+        case .none, .trickle, .huge: break
+        }
+        guard query["api_key"] == Self.apiKey else {
+            return .whole(.ok, "application/json", Array(#"{"stat":"fail","code":100,"message":"Invalid API Key (Key has invalid format)"}"#.utf8))
+        }
+        guard query["method"] == "flickr.photos.search", let lat = query["lat"].flatMap(Double.init),
+            let lon = query["lon"].flatMap(Double.init), let radius = query["radius"].flatMap(Double.init),
+            query["min_taken_date"] != nil || query["min_upload_date"] != nil
+        else {
+            return .whole(.ok, "application/json", Array(#"{"stat":"fail","code":3,"message":"Parameterless searches have been disabled"}"#.utf8))
+        }
+        let answer = searchResult(lat: lat, lon: lon, radiusKm: radius)
+        switch fault {
+        case .trickle: return .trickle(answer)
+        case .huge: return .whole(.ok, "application/json", answer + Array(repeating: UInt8(ascii: " "), count: 3 << 20))
+        default: return .whole(.ok, "application/json", answer)
+        }
+    }
+
+    private func searchResult(lat: Double, lon: Double, radiusKm: Double) -> [UInt8] {
+        lock.withLock {
+            let found = photos.map { ($0, Geodesy.distance(lat, lon, $0.latitude, $0.longitude)) }
+                .filter { $0.1 <= radiusKm * 1000 }
+                .sorted { $0.1 < $1.1 }
+            func number(_ value: Double) -> Any { numbersAsStrings ? String(value) : value }
+            let list: [[String: Any]] = (crafted ?? []) + found.map { photo, _ in
+                [
+                    "id": photo.id, "owner": photo.owner, "secret": "abc123", "server": "65535", "farm": 66,
+                    "title": photo.title, "ispublic": 1, "license": numbersAsStrings ? String(photo.license) : photo.license,
+                    "ownername": photo.ownerName, "datetaken": "2024-05-18 09:00:00",
+                    "latitude": number(photo.latitude), "longitude": number(photo.longitude), "accuracy": "16",
+                    "url_z": imageBase + photo.id + ".jpg", "height_z": 480, "width_z": "640",
+                ]
+            }
+            let root: [String: Any] = [
+                "photos": [
+                    "page": 1, "pages": list.isEmpty ? 0 : 1, "perpage": 100,
+                    "total": list.isEmpty ? "" : (numbersAsStrings ? String(list.count) : list.count) as Any,
+                    "photo": list,
+                ] as [String: Any],
+                "stat": "ok",
+            ]
+            return Array(try! JSONSerialization.data(withJSONObject: root))
+        }
+    }
+
+    /// A valid JPEG header claiming 60000 x 60000 pixels, and almost nothing after it.
+    package static let decompressionBomb: [UInt8] = {
+        var bytes: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 0x4A, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00]
+        // SOF0: 8-bit, 60000 x 60000, 1 component
+        bytes += [0xFF, 0xC0, 0x00, 0x0B, 0x08, 0xEA, 0x60, 0xEA, 0x60, 0x01, 0x01, 0x11, 0x00]
+        // DHT (a minimal DC table) and SOS, then a few bytes of scan data
+        bytes += [0xFF, 0xC4, 0x00, 0x14, 0x00, 0x01] + Array(repeating: 0, count: 15) + [0x00]
+        bytes += [0xFF, 0xDA, 0x00, 0x08, 0x01, 0x01, 0x00, 0x00, 0x3F, 0x00, 0x00, 0x00, 0xFF, 0xD9]
+        return bytes
+    }()
+}
