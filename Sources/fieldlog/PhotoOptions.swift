@@ -1,4 +1,5 @@
 import ArgumentParser
+import CBuildStamp
 import FieldLog
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -34,6 +35,25 @@ struct PhotoOptions: ParsableArguments {
     @Option(help: "Flickr calls (searches and downloads) per hour at most: up to 3599 for Flickr itself, which allows 3600 per key; any for another endpoint.")
     var flickrRate: Int = 3000
 
+    @Option(
+        help: ArgumentHelp(
+            "Photo sources in order of preference: a comma list of flickr, commons, local, or none.",
+            discussion: """
+                Each milestone is served by the first source that finds a photo; the next is asked when one \
+                finds nothing or cannot be used. Default: local with --photos-dir; else flickr,commons with a \
+                Flickr key; else commons.
+                """))
+    var photoSources: String?
+
+    @Option(help: "Wikimedia Commons API endpoint (https; plain http only on loopback).")
+    var commonsEndpoint: String = CommonsSource.defaultEndpoint
+
+    @Option(help: "Also trust the CA certificate(s) in this PEM file for Commons and its images (a test server, a proxy).")
+    var commonsCaFile: String?
+
+    @Option(help: "How Wikimedia can reach whoever runs this device (an e-mail address or URL), sent in the User-Agent as Wikimedia asks.")
+    var contact: String?
+
     @Option(help: "Directory of the thumbnail cache.")
     var cacheDir: String = "/var/cache/fieldlog"
 
@@ -55,6 +75,9 @@ struct PhotoOptions: ParsableArguments {
         } else {
             guard flickrRate >= 1 else { throw ValidationError("--flickr-rate must be at least 1 call per hour") }
         }
+        if let photoSources, let problem = PhotoSourceChain.parse(photoSources).problem {
+            throw ValidationError(problem)
+        }
         guard cacheMax >= 64 << 10 else { throw ValidationError("--cache-max must be at least 65536 bytes") }
         guard (16...2048).contains(thumbSize) else { throw ValidationError("--thumb-size must be 16 to 2048 pixels") }
         guard photoRetryMax.isFinite && photoRetryMax >= 1 else {
@@ -62,27 +85,46 @@ struct PhotoOptions: ParsableArguments {
         }
     }
 
-    /// The photo service for the chosen source, or nil when no source is configured.
+    /// The photo service for the chosen sources, or nil when none is configured.
     func makeService(recorder: WalkRecorder, store: JournalStore, logger: Logger) async throws -> PhotoService? {
-        let source: any PhotoSource
-        let name: String
-        if let photosDir {
-            // EXIF blocks are read in photo workers too: a hostile one fails only its file.
-            let folder = try LocalPhotoSource(
-                directory: photosDir, reader: .isolated(executable: "/proc/self/exe", limits: PhotoWorkLimits()))
-            let scan = await folder.lastScan
-            logger.info(
-                "photos from \(photosDir): \(scan.photos) geotagged, \(scan.withoutGPS) without position, \(scan.unreadable) unreadable")
-            source = folder
-            name = "local"
-        } else if let key = try apiKey() {
-            source = try FlickrSource(
-                apiKey: key, endpoint: flickrEndpoint, caFile: flickrCaFile, budget: RequestBudget(perHour: flickrRate),
-                thumbnailSize: thumbSize)
-            name = "flickr"
-        } else {
-            return nil
+        let key = try apiKey()
+        let names = photoSources.flatMap { PhotoSourceChain.parse($0).names }
+            ?? PhotoSourceChain.defaultNames(hasPhotosDirectory: photosDir != nil, hasFlickrKey: key != nil)
+        var sources: [PhotoSourceChain.Member] = []
+        for name in names {
+            switch name {
+            case "local":
+                guard let photosDir else {
+                    logger.notice("photo source local: no --photos-dir; skipped")
+                    continue
+                }
+                // EXIF blocks are read in photo workers too: a hostile one fails only its file.
+                let folder = try LocalPhotoSource(
+                    directory: photosDir, reader: .isolated(executable: "/proc/self/exe", limits: PhotoWorkLimits()))
+                let scan = await folder.lastScan
+                logger.info(
+                    "photos from \(photosDir): \(scan.photos) geotagged, \(scan.withoutGPS) without position, \(scan.unreadable) unreadable")
+                sources.append(.init(name: "local", source: folder))
+            case "flickr":
+                guard let key else {
+                    logger.notice("photo source flickr: no API key (FLICKR_API_KEY, --api-key-file); skipped")
+                    continue
+                }
+                sources.append(.init(name: "flickr", source: try FlickrSource(
+                    apiKey: key, endpoint: flickrEndpoint, caFile: flickrCaFile, budget: RequestBudget(perHour: flickrRate),
+                    thumbnailSize: thumbSize)))
+            case "commons":
+                // Its own budget: Wikimedia's limits are not Flickr's.
+                let userAgent = CommonsSource.userAgent(version: String(cString: fieldlog_build_version()), contact: contact)
+                sources.append(.init(name: "commons", source: try CommonsSource(
+                    endpoint: commonsEndpoint, caFile: commonsCaFile, budget: RequestBudget(perHour: 1800),
+                    userAgent: userAgent, thumbnailSize: thumbSize), maxRadius: CommonsSource.maxRadius))
+            default:
+                break
+            }
         }
+        guard !sources.isEmpty else { return nil }
+        logger.info("photo sources: \(sources.map(\.name).joined(separator: ", "))")
         let cache: ThumbnailCache
         do {
             cache = try ThumbnailCache(directory: cacheDir, maxBytes: cacheMax)
@@ -100,8 +142,8 @@ struct PhotoOptions: ParsableArguments {
                 }
             }
         }
-        return try PhotoService(
-            source: source, sourceName: name, recorder: recorder, store: store, thumbnails: cache,
+        return PhotoService(
+            sources: sources, recorder: recorder, store: store, thumbnails: cache,
             // Each photo is decoded in a child process of its own, under memory and CPU limits: no photo can
             // take the recorder down (PhotoWorkLimits says the budget).
             thumbnailer: IsolatedThumbnailer(executable: "/proc/self/exe", size: thumbSize), logger: logger,

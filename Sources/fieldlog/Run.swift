@@ -27,7 +27,7 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
     static let configKeys: Set<String> = [
         "gpsd", "state-dir", "every", "gap", "idle-gap", "max-eph", "max-speed", "min-step", "photos-dir",
         "api-key-file", "flickr-endpoint", "flickr-ca-file", "flickr-rate", "cache-dir", "cache-max", "thumb-size", "photo-retry-max",
-        "log-level", "http",
+        "log-level", "http", "photo-sources", "commons-endpoint", "commons-ca-file", "contact",
     ]
 
     @OptionGroup var configOption: ConfigOption
@@ -88,6 +88,8 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
             "flickr-rate": "\(photos.flickrRate)", "cache-dir": photos.cacheDir, "cache-max": "\(photos.cacheMax)",
             "thumb-size": "\(photos.thumbSize)", "photo-retry-max": "\(photos.photoRetryMax)", "log-level": "\(logLevel)",
             "http": http?.description,
+            "photo-sources": photos.photoSources, "commons-endpoint": photos.commonsEndpoint,
+            "commons-ca-file": photos.commonsCaFile, "contact": photos.contact,
         ]
         return settings.map { key, value in
             value.map { "\(key): \(ConfigFile.quoted($0))\n" } ?? "# \(key): (not set)\n"
@@ -159,7 +161,7 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
                 .init(service: photoService, successTerminationBehavior: .gracefullyShutdownGroup),
             ]
         } else {
-            logger.notice("no photo source: set FLICKR_API_KEY, --api-key-file or --photos-dir; milestones get no photos")
+            logger.notice("no photo source (--photo-sources, FLICKR_API_KEY, --photos-dir); milestones get no photos")
             services = [.init(service: recorderService, successTerminationBehavior: .gracefullyShutdownGroup)]
         }
         if let http {

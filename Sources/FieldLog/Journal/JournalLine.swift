@@ -40,6 +40,8 @@ struct JournalLine: Codable {
     var page: String?
     var url: String?
     var taken: String?
+    var licenseURL: String?
+    var why: String?
     var cache: String?
     var radius: Double?
     var starred: Bool?
@@ -50,6 +52,7 @@ struct JournalLine: Codable {
         case type, walk, time, wall, lat, lon, alt, eph, mode, seg, dist, speed, track, index, gap, every, event, message
         case status, source, photo, title, owner, license, page, url, taken, cache, radius, starred
         case ownerID = "owner_id"
+        case licenseURL = "license_url", why
     }
 
     init(type: String) {
@@ -101,6 +104,7 @@ struct JournalLine: Codable {
             self.init(type: "photo")
             index = record.milestone
             source = record.source
+            why = record.why
             switch record.outcome {
             case let .found(candidate, distance, cacheKey):
                 status = "found"
@@ -115,6 +119,7 @@ struct JournalLine: Codable {
                 dist = Rounding.metres(distance)
                 url = candidate.imageURL
                 taken = candidate.taken
+                licenseURL = candidate.licenseURL
                 cache = cacheKey
             case let .noneNearby(searched):
                 status = "none_nearby"
@@ -168,15 +173,19 @@ struct JournalLine: Codable {
             switch status {
             case "found":
                 guard let photo, let lat, let lon, let dist, let url, let cache else { return nil }
-                let candidate = PhotoCandidate(
+                var candidate = PhotoCandidate(
                     id: photo, title: title ?? "", ownerName: owner ?? "", ownerID: ownerID ?? "",
                     license: license ?? "", pageURL: page, latitude: lat, longitude: lon, imageURL: url, taken: taken)
-                return .photo(
-                    MilestonePhoto(
-                        milestone: index, source: source, outcome: .found(candidate, distance: dist, cacheKey: cache)))
+                candidate.licenseURL = licenseURL
+                var record = MilestonePhoto(
+                    milestone: index, source: source, outcome: .found(candidate, distance: dist, cacheKey: cache))
+                record.why = why
+                return .photo(record)
             case "none_nearby":
                 guard let radius else { return nil }
-                return .photo(MilestonePhoto(milestone: index, source: source, outcome: .noneNearby(radius: radius)))
+                var record = MilestonePhoto(milestone: index, source: source, outcome: .noneNearby(radius: radius))
+                record.why = why
+                return .photo(record)
             default:
                 return nil
             }

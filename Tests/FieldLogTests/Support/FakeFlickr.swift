@@ -16,6 +16,11 @@ final class FakeFlickr: @unchecked Sendable {
         var owner = "12345678@N00"
         var ownerName = "Test Walker"
         var license = 4
+        /// `datetaken`; nil: ten minutes after the photo added before it (so no two are one burst).
+        var taken: String?
+        /// Flickr's position accuracy (16 street level, 11 city) and geo context (1 indoors, 2 outdoors).
+        var accuracy = 16
+        var context = 0
         /// The image served for it.
         var jpeg: [UInt8]
     }
@@ -234,11 +239,13 @@ final class FakeFlickr: @unchecked Sendable {
                 .sorted { $0.1 < $1.1 }
             func number(_ value: Double) -> Any { numbersAsStrings ? String(value) : value }
             let list: [[String: Any]] = (crafted ?? []) + found.map { photo, _ in
-                [
+                let order = photos.firstIndex { $0.id == photo.id } ?? 0
+                let taken = photo.taken ?? "2024-05-18 \(String(format: "%02d:%02d", 9 + order / 6 % 14, order % 6 * 10)):00"
+                return [
                     "id": photo.id, "owner": photo.owner, "secret": "abc123", "server": "65535", "farm": 66,
                     "title": photo.title, "ispublic": 1, "license": numbersAsStrings ? String(photo.license) : photo.license,
-                    "ownername": photo.ownerName, "datetaken": "2024-05-18 09:00:00",
-                    "latitude": number(photo.latitude), "longitude": number(photo.longitude), "accuracy": "16",
+                    "ownername": photo.ownerName, "datetaken": taken, "context": photo.context,
+                    "latitude": number(photo.latitude), "longitude": number(photo.longitude), "accuracy": String(photo.accuracy),
                     "url_z": imageBase + photo.id + ".jpg", "height_z": 480, "width_z": "640",
                 ]
             }
