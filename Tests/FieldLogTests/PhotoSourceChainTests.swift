@@ -48,7 +48,7 @@ struct PhotoSourceChainTests {
         let recorder = try WalkRecorder(store: store, limits: WalkLimits(), logger: Logger(label: "test"))
         let sources: [PhotoSourceChain.Member] = [
             .init(name: "flickr", source: try FlickrSource(
-                apiKey: flickrKey, endpoint: flickr.endpoint, budget: RequestBudget(perHour: 3599, burst: 100))),
+                apiKey: flickrKey, endpoint: flickr.endpoint, budget: RequestBudget(perHour: 360_000, burst: 100))),
             .init(name: "commons", source: try CommonsSource(
                 endpoint: commons.endpoint, budget: RequestBudget(perHour: 360_000, burst: 100),
                 userAgent: CommonsSource.userAgent(version: "test", contact: nil)), maxRadius: CommonsSource.maxRadius),

@@ -106,17 +106,19 @@ public struct CommonsSource: PhotoSource {
             ("iiextmetadatafilter", "Artist|Attribution|LicenseShortName|LicenseUrl|AttributionRequired|NonFree|ObjectName|DateTimeOriginal"),
             ("coprimary", "all"), ("coprop", "type|name|dim"), ("colimit", "max"), ("maxlag", "5"),
         ]
-        let body = try await fetch(
-            endpoint + "?" + FlickrSource.encode(query), what: "Commons search", timeout: timeout,
+        let answer = try await fetch(
+            endpoint + "?" + FlickrSource.encode(query), what: "Commons search", isSearch: true, timeout: timeout,
             limit: Self.searchBodyLimit)
-        return try await decodeSearch(body)
+        return try await decodeSearch(answer.body, retryAfter: answer.retryAfter)
     }
 
     public func image(of candidate: PhotoCandidate, limit: Int) async throws(PhotoSourceError) -> [UInt8] {
         guard isAcceptableImageURL(candidate.imageURL) else {
             throw PhotoSourceError(.permanent, "photo \(candidate.id): image not on \(Self.uploadHost)")
         }
-        return try await fetch(candidate.imageURL, what: "photo \(candidate.id)", timeout: timeout * 2, limit: limit)
+        return try await fetch(
+            candidate.imageURL, what: "photo \(candidate.id)", isSearch: false, timeout: timeout * 2, limit: limit
+        ).body
     }
 
     /// https from the upload host, or from the endpoint's own host (a test server, a proxy): an answer must
@@ -131,8 +133,10 @@ public struct CommonsSource: PhotoSource {
         return acceptsLoopbackImages && url.scheme == "http" && host == endpointHost
     }
 
-    private func fetch(_ url: String, what: String, timeout: TimeAmount, limit: Int) async throws(PhotoSourceError)
-        -> [UInt8]
+    /// A search that fails is retried, whatever went wrong (a captive portal, a proxy, an answer too large);
+    /// an image that fails for good is skipped.
+    private func fetch(_ url: String, what: String, isSearch: Bool, timeout: TimeAmount, limit: Int)
+        async throws(PhotoSourceError) -> Answer
     {
         await turn.begin()
         await budget.acquire()
@@ -142,38 +146,39 @@ public struct CommonsSource: PhotoSource {
                 url, headers: [("User-Agent", userAgent)], client: client, timeout: timeout, limit: limit)
         } catch {
             await turn.end()
-            throw error.named(what, timeout: timeout, limit: limit)
+            let named = error.named(what, timeout: timeout, limit: limit)
+            throw isSearch ? PhotoSourceError(.temporary, named.message) : named
         }
         let retryAfter = answer.retryAfter
         if let retryAfter { await turn.holdOff(seconds: retryAfter) }
         await turn.end()
         switch answer.status {
         case 200:
-            return answer.body
+            return answer
         case 429, 500...599:
-            if retryAfter == nil { await turn.holdOff(seconds: answer.status == 429 ? 60 : 5) }
+            if answer.status == 429 && retryAfter == nil { await turn.holdOff(seconds: 5) }
             throw PhotoSourceError(.temporary, "\(what): HTTP \(answer.status)")
-        case 403 where what == "Commons search":
+        case 403 where isSearch:
             // Wikimedia refuses User-Agents it has blocked: asking again only makes it worse.
             throw PhotoSourceError(
                 .fatal, "Commons refused fieldlog's requests (HTTP 403); set `contact` and restart")
         default:
-            // A search that fails is retried (a captive portal, a proxy); an image that fails is skipped.
-            throw PhotoSourceError(what == "Commons search" ? .temporary : .permanent, "\(what): HTTP \(answer.status)")
+            throw PhotoSourceError(isSearch ? .temporary : .permanent, "\(what): HTTP \(answer.status)")
         }
     }
 
     typealias Answer = HTTPFetch.Answer
 
-    func decodeSearch(_ body: [UInt8]) async throws(PhotoSourceError) -> [PhotoCandidate] {
+    /// The candidates in a search's answer; `retryAfter` is the answer's header, already honoured.
+    func decodeSearch(_ body: [UInt8], retryAfter: Double? = nil) async throws(PhotoSourceError) -> [PhotoCandidate] {
         guard let root = try? JSONDecoder().decode(CommonsAnswer.self, from: Data(body)) else {
             throw PhotoSourceError(.temporary, "Commons search: the answer is not JSON")
         }
         if let error = root.error {
             let code = PlainText.fromHTML(error.code ?? "unknown", limit: 40)
-            if code == "maxlag" || code == "ratelimited" {
-                // Lag comes with HTTP 200 and a Retry-After header (already honoured); wait at least 5 s.
-                await turn.holdOff(seconds: code == "maxlag" ? 5 : 60)
+            if (code == "maxlag" || code == "ratelimited") && retryAfter == nil {
+                // Lag comes with HTTP 200 and, normally, a Retry-After header; without one, 5 s (Manual:Maxlag).
+                await turn.holdOff(seconds: 5)
             }
             throw PhotoSourceError(
                 .temporary, "Commons search: error \(code) (\(PlainText.fromHTML(error.info ?? "", limit: 120)))")

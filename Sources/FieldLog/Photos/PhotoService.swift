@@ -247,7 +247,7 @@ public struct PhotoService: Service {
                 position += 1
             } catch let error as PhotoSourceError where error.kind == .fatal {
                 logger.error("photo source \(member.name) unusable: \(error.message)")
-                recorder.note(.photoSourceUnavailable, message: "\(member.name): \(error.message)")
+                recorder.note(.photoSourceUnavailable, message: "\(member.name): \(error.message)", toWalk: item.walkID)
                 sources.remove(at: position)
                 if sources.isEmpty { throw error }
             }

@@ -215,7 +215,7 @@ final class FakeCommons: @unchecked Sendable {
                                      ("ObjectName", file.objectName), ("DateTimeOriginal", file.taken), ("Restrictions", "")] {
                     if let value { meta[key] = ["value": value, "source": "commons-desc-page"] }
                 }
-                let encoded = file.name.replacingOccurrences(of: " ", with: "_").addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "x"
+                let encoded = file.name.replacingOccurrences(of: " ", with: "_").addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? "x"
                 let original = "http://127.0.0.1:\(port)/orig/\(file.pageID)/\(encoded)"
                 // Commons serves the original as the thumbnail when it is not wider than asked for.
                 let isOwnThumbnail = file.width <= width
