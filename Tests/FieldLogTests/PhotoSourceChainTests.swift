@@ -96,6 +96,47 @@ struct PhotoSourceChainTests {
         // Flickr was asked at every radius for every milestone before Commons was.
         #expect(flickr.requests.count == 3 * PhotoService.radii.count)
     }
+
+    /// Flickr's own hints at work: a nearer city-level photo and a nearer indoor one lose to a street-level
+    /// outdoor one; of a burst by one owner the walk shows one shot, and another owner's photo serves the next
+    /// milestone although the burst is nearer to it.
+    @Test func flickrPicksStreetLevelOutdoorPhotosAndOneShotOfABurst() async throws {
+        try await flickr.start()
+        defer { Task { await flickr.stop() } }
+        let store = JournalStore(directory: directory + "/state")
+        try store.prepare()
+        let id = try PendingWalks.write(start: 1_780_000_000, origin: Self.origin, milestones: 3, in: store)
+        // `metres` from milestone `index`, towards `bearing`.
+        let spot = { (index: Int, bearing: Double, metres: Double) in
+            let milestone = Geodesy.destination(Self.origin.lat, Self.origin.lon, bearing: 90, distance: Double(index) * 100)
+            return Geodesy.destination(milestone.lat, milestone.lon, bearing: bearing, distance: metres)
+        }
+        let city = spot(0, 0, 5), inside = spot(0, 0, 10), street = spot(0, 0, 60)
+        flickr.add(.init(id: "71", latitude: city.lat, longitude: city.lon, title: "Amsterdam", owner: "1@N01", accuracy: 11, jpeg: PhotoTests.jpeg))
+        flickr.add(.init(id: "72", latitude: inside.lat, longitude: inside.lon, title: "Kitchen", owner: "2@N01", context: 1, jpeg: PhotoTests.jpeg))
+        flickr.add(.init(id: "73", latitude: street.lat, longitude: street.lon, title: "Canal", owner: "3@N01", context: 2, jpeg: PhotoTests.jpeg))
+        // Five shots two seconds apart, halfway between milestones 1 and 2.
+        let burst = spot(1, 90, 50)
+        for shot in 0..<5 {
+            flickr.add(.init(id: "80\(shot)", latitude: burst.lat, longitude: burst.lon, title: "Bridge", owner: "4@N01",
+                             taken: "2024-05-18 10:00:0\(shot * 2)", jpeg: PhotoTests.jpeg))
+        }
+        let other = spot(2, 0, 60)
+        flickr.add(.init(id: "90", latitude: other.lat, longitude: other.lon, title: "Houseboat", owner: "5@N01", jpeg: PhotoTests.jpeg))
+        let service = PhotoService(
+            sources: [.init(name: "flickr", source: try FlickrSource(
+                apiKey: FakeFlickr.apiKey, endpoint: flickr.endpoint, budget: RequestBudget(perHour: 360_000, burst: 100)))],
+            recorder: try WalkRecorder(store: store, limits: WalkLimits(), logger: Logger(label: "test")), store: store,
+            thumbnails: try ThumbnailCache(directory: directory + "/cache"), thumbnailer: Thumbnailer(),
+            logger: Logger(label: "test"), maxBackoff: 2)
+        service.finishWhenIdle()
+        try await service.run()
+        let log = try store.read(id)
+        #expect(log.photos[0]?.photo?.id == "73")
+        #expect(log.photos[0]?.why?.hasPrefix("nearest street-level of 3 candidates, 3 owners") == true, "\(String(describing: log.photos[0]?.why))")
+        #expect(log.photos[1]?.photo?.id == "800")
+        #expect(log.photos[2]?.photo?.id == "90", "not a second shot of the burst")
+    }
 }
 
 /// A source with nothing anywhere.

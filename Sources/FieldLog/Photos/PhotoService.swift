@@ -181,7 +181,7 @@ public struct PhotoService: Service {
                 let delay = Double.random(in: backoff / 2...backoff)
                 activity.set(.backingOff(
                     milestone: item.milestone.index, reason: "\(error)", retry: Date().timeIntervalSince1970 + delay))
-                try? await sleepOnEventLoop(for: .seconds(delay))
+                await pause(seconds: delay, unlessNewerThan: item.walkID == current ? nil : item.walkID)
                 backoff = min(backoff * 2, maxBackoff)
             }
         }
@@ -207,13 +207,31 @@ public struct PhotoService: Service {
         return attempt
     }
 
+    /// Whether an arrival is a milestone of another walk than `walkID`: the walk being recorded, since only
+    /// the recorder hands milestones over.
+    private static func isNewer(than walkID: String) -> @Sendable (Arrival) -> Bool {
+        { arrival in
+            if case let .milestone(newer) = arrival { return newer.walkID != walkID }
+            return false
+        }
+    }
+
+    /// Waits `seconds`, or less when `walkID` is set and another walk has a new milestone meanwhile.
+    private func pause(seconds: Double, unlessNewerThan walkID: String?) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await sleepOnEventLoop(for: .seconds(seconds)) }
+            if let walkID {
+                group.addTask { [arrivals] in await arrivals.wait(for: Self.isNewer(than: walkID)) }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
     /// A milestone of a walk not being recorded: served on what the budgets leave over, and given up (nil:
     /// the milestone stays pending) as soon as the walk being recorded has a new milestone.
     private func attemptInBackground(_ item: Pending, _ start: Attempt) async -> Attempt? {
-        let isNewer: @Sendable (Arrival) -> Bool = { arrival in
-            if case let .milestone(newer) = arrival { return newer.walkID != item.walkID }
-            return false
-        }
+        let isNewer = Self.isNewer(than: item.walkID)
         return await withTaskGroup(of: Attempt?.self) { group in
             group.addTask {
                 await RequestBudget.$isBackground.withValue(true) { await attempt(item, start) }
