@@ -171,6 +171,30 @@ struct CommonsSourceTests {
         #expect(commons.userAgents.allSatisfy { $0 == Self.userAgent })
     }
 
+    @Test func selfSignedTLSIsRefusedAndAcceptedOnlyWithItsCA() async throws {
+        try await commons.start(tls: true)
+        defer { Task { await commons.stop() } }
+        commons.add(file(1, metres: 40) { $0.jpeg = PhotoTests.jpeg })
+        // The client keeps trying a handshake that fails until the deadline: a short one.
+        guard case let .failure(refused) = await search(try source(timeout: .seconds(2))) else {
+            Issue.record("a certificate that does not verify was accepted")
+            return
+        }
+        #expect(refused.kind == .temporary)
+        #expect(commons.requests.isEmpty, "a request went over TLS that did not verify")
+        let trusting = try CommonsSource(
+            endpoint: commons.endpoint, caFile: FakeFlickr.tlsFixtures + "/ca.pem", budget: RequestBudget(perHour: 360_000, burst: 100),
+            userAgent: Self.userAgent)
+        let found = try await trusting.search(latitude: Self.here.lat, longitude: Self.here.lon, radius: 500)
+        let candidate = try #require(found.first)
+        #expect(candidate.imageURL.hasPrefix("https://127.0.0.1:"))
+        let jpeg = try await trusting.image(of: candidate, limit: 1 << 20)
+        #expect(try Thumbnailer(size: 64).thumbnail(of: jpeg).width == 64, "a real JPEG, decoded by libjpeg")
+        #expect(throws: PhotoSourceError.self) {
+            _ = try CommonsSource(caFile: "/nonexistent/ca.pem", budget: RequestBudget(), userAgent: "fieldlog/1")
+        }
+    }
+
     @Test func endpointMustBeHTTPSExceptOnLoopbackAndTheUserAgentIsClean() throws {
         for endpoint in ["http://commons.wikimedia.org/w/api.php", "ftp://127.0.0.1/", "not a url"] {
             #expect(throws: PhotoSourceError.self) {

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 
 /// A stand-in for Wikimedia Commons on loopback: the Action API's geosearch with imageinfo and coordinates,
 /// answered in the shape Commons sends (formatversion=2; Tests/Fixtures/commons/geosearch-note.json), over
@@ -63,8 +64,9 @@ final class FakeCommons: @unchecked Sendable {
     private var channel: (any Channel)?
     private(set) var port = 0
 
-    var endpoint: String { "http://127.0.0.1:\(port)/w/api.php" }
-    var thumbBase: String { "http://127.0.0.1:\(port)/thumb/" }
+    private(set) var scheme = "http"
+    var endpoint: String { "\(scheme)://127.0.0.1:\(port)/w/api.php" }
+    var thumbBase: String { "\(scheme)://127.0.0.1:\(port)/thumb/" }
 
     func add(_ file: File) { lock.withLock { files.append(file) } }
     func setFault(_ fault: Fault, times: Int? = nil) {
@@ -77,11 +79,19 @@ final class FakeCommons: @unchecked Sendable {
     var userAgents: [String] { lock.withLock { requestLog.map(\.userAgent) } }
     var requestTimes: [Date] { lock.withLock { requestLog.map(\.time) } }
 
-    func start() async throws {
+    /// With `tls`, it serves https with the test certificate of Tests/Fixtures/tls (signed by its ca.pem).
+    func start(tls: Bool = false) async throws {
+        let context = try tls ? NIOSSLContext(configuration: .makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(FakeFlickr.tlsFixtures + "/server.pem").map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: FakeFlickr.tlsFixtures + "/server.key", format: .pem)))) : nil
+        scheme = tls ? "https" : "http"
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let context {
+                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+                    }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     try channel.pipeline.syncOperations.addHandler(Handler(commons: self))
                 }
@@ -216,7 +226,7 @@ final class FakeCommons: @unchecked Sendable {
                     if let value { meta[key] = ["value": value, "source": "commons-desc-page"] }
                 }
                 let encoded = file.name.replacingOccurrences(of: " ", with: "_").addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? "x"
-                let original = "http://127.0.0.1:\(port)/orig/\(file.pageID)/\(encoded)"
+                let original = "\(scheme)://127.0.0.1:\(port)/orig/\(file.pageID)/\(encoded)"
                 // Commons serves the original as the thumbnail when it is not wider than asked for.
                 let isOwnThumbnail = file.width <= width
                 let thumb = file.thumbURL ?? (isOwnThumbnail ? original : thumbBase + "\(file.pageID)/\(width)px-\(encoded)")
