@@ -66,6 +66,7 @@ struct CommonsRunTests {
     /// The time from start-up until the new walk's first fix is journaled, and until all of its first eight
     /// milestones have photos, with `olderWalks` walks waiting in the state directory, and with the previous
     /// walk interrupted (then closed by the new walk's first fix) or none.
+    /// The live page is on meanwhile: once the photos are there, it must show them with their attribution.
     func liveWalk(olderWalks: Int, previous: Bool) async throws -> (firstFix: Double, photos: Double, served: Int) {
         let runDirectory = directory + "/history-\(olderWalks)"
         let store = JournalStore(directory: runDirectory + "/state")
@@ -96,11 +97,12 @@ struct CommonsRunTests {
             return FakeGPSD.Script(lines: lines, interval: .milliseconds(5), closeAtEnd: false)
         }
         defer { Task { await gpsd.stop() } }
+        let http = Harness.freePort()
         let began = Date()
         let recorder = try Child(
             Harness.fieldlog,
             ["run", "--gpsd", gpsd.address, "--state-dir", store.directory, "--cache-dir", runDirectory + "/cache",
-             "--photo-sources", "commons", "--commons-endpoint", commons.endpoint],
+             "--photo-sources", "commons", "--commons-endpoint", commons.endpoint, "--http", "127.0.0.1:\(http)"],
             in: runDirectory)
         var firstFix: Double?
         var photos: Double?
@@ -113,6 +115,10 @@ struct CommonsRunTests {
             }
             try await Task.sleep(for: .milliseconds(10))
         }
+        let page = RawHTTP.get("/", port: http, readFor: 10).body
+        #expect(page.contains("by Ann Example"), "the live page shows the author")
+        #expect(page.contains("<a href=\"https://creativecommons.org/licenses/by-sa/4.0\" rel=\"license noopener noreferrer\">CC BY-SA 4.0</a>"))
+        #expect(page.contains("href=\"https://commons.wikimedia.org/wiki/File:Street_"))
         recorder.signal(SIGTERM)
         let outcome = await recorder.wait(timeout: 30)
         #expect(outcome.status == 0, "\(outcome.stderr)")
