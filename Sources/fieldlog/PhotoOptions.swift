@@ -114,6 +114,9 @@ struct PhotoOptions: ParsableArguments {
                     apiKey: key, endpoint: flickrEndpoint, caFile: flickrCaFile, budget: RequestBudget(perHour: flickrRate),
                     thumbnailSize: thumbSize)))
             case "commons":
+                if contact == nil {
+                    logger.notice("photo source commons: set `contact` (an e-mail address or URL): Wikimedia asks for one in the User-Agent")
+                }
                 // Its own budget: Wikimedia's limits are not Flickr's.
                 let userAgent = CommonsSource.userAgent(version: String(cString: fieldlog_build_version()), contact: contact)
                 sources.append(.init(name: "commons", source: try CommonsSource(

@@ -66,7 +66,7 @@ public struct CommonsSource: PhotoSource {
     public static func userAgent(version: String, contact: String?) -> String {
         let reach = contact.map { PlainText.fromHTML($0, limit: 200) }.flatMap { $0.isEmpty ? nil : $0 }
         let printable = { (text: String) in String(text.unicodeScalars.filter { $0.value >= 32 && $0.value < 127 }.map(Character.init)) }
-        return "fieldlog/\(printable(version)) (\(printable(reach ?? "https://github.com/fieldlog/fieldlog; set contact in fieldlog.conf")))"
+        return "fieldlog/\(printable(version)) (\(printable(reach ?? "no contact configured")))"
     }
 
     /// One client per CA file for the life of the process; it follows no redirects.
