@@ -206,7 +206,15 @@ package enum HTMLExport {
             }
             if !photo.license.isEmpty {
                 out.append(" · ")
-                out.appendXMLText(photo.license)
+                if let licenseURL = photo.licenseURL, licenseURL.hasPrefix("https://") {
+                    out.append("<a href=\"")
+                    out.appendXMLText(licenseURL)
+                    out.append("\" rel=\"license noopener noreferrer\">")
+                    out.appendXMLText(photo.license)
+                    out.append("</a>")
+                } else {
+                    out.appendXMLText(photo.license)
+                }
             }
             if let page = photo.pageURL, page.hasPrefix("https://") {
                 out.append(" · <a href=\"")

@@ -22,10 +22,11 @@ package struct Daemon {
     private let logger: Logger
 
     /// Recovers the walk and makes the services; nothing runs yet. Throws for what stops fieldlog from
-    /// starting at all (a state directory it cannot use, an API key file it cannot read).
+    /// starting at all (a state directory it cannot use, an API key file it cannot read). `version` goes into
+    /// the User-Agent of requests to Wikimedia.
     package init(
         settings: DaemonSettings, logger: Logger, environment: [String: String] = ProcessInfo.processInfo.environment,
-        executable: String = "/proc/self/exe"
+        executable: String = "/proc/self/exe", version: String = "unknown"
     ) async throws(DaemonError) {
         self.settings = settings
         self.logger = logger
@@ -38,7 +39,7 @@ package struct Daemon {
         do {
             photoService = try await Self.photoService(
                 settings.photos, recorder: recorder, store: store, logger: logger, environment: environment,
-                executable: executable)
+                executable: executable, version: version)
         } catch {
             throw DaemonError("\(error)")
         }
@@ -65,7 +66,7 @@ package struct Daemon {
                 .init(service: photoService, successTerminationBehavior: .gracefullyShutdownGroup),
             ]
         } else {
-            logger.notice("no photo source: set FLICKR_API_KEY, --api-key-file or --photos-dir; milestones get no photos")
+            logger.notice("no photo source (--photo-sources, FLICKR_API_KEY, --photos-dir); milestones get no photos")
             services = [.init(service: recorderService, successTerminationBehavior: .gracefullyShutdownGroup)]
         }
         if let http = settings.http {
@@ -124,27 +125,49 @@ package struct Daemon {
     /// The photo service for the configured source, or nil when no source is configured.
     private static func photoService(
         _ settings: PhotoSettings, recorder: WalkRecorder, store: JournalStore, logger: Logger,
-        environment: [String: String], executable: String
+        environment: [String: String], executable: String, version: String
     ) async throws -> PhotoService? {
-        let source: any PhotoSource
-        let name: String
-        if let directory = settings.directory {
-            // EXIF blocks are read in photo workers too: a hostile one fails only its file.
-            let folder = try LocalPhotoSource(
-                directory: directory, reader: .isolated(executable: executable, limits: PhotoWorkLimits()))
-            let scan = await folder.lastScan
-            logger.info(
-                "photos from \(directory): \(scan.photos) geotagged, \(scan.withoutGPS) without position, \(scan.unreadable) unreadable")
-            source = folder
-            name = "local"
-        } else if let key = try FlickrKey.load(file: settings.apiKeyFile, environment: environment) {
-            source = try FlickrSource(
-                apiKey: key, endpoint: settings.flickrEndpoint, caFile: settings.flickrCAFile,
-                budget: RequestBudget(perHour: settings.flickrRate), thumbnailSize: settings.thumbnailSize)
-            name = "flickr"
-        } else {
-            return nil
+        let key = try FlickrKey.load(file: settings.apiKeyFile, environment: environment)
+        let names = settings.sources.flatMap { PhotoSourceChain.parse($0).names }
+            ?? PhotoSourceChain.defaultNames(hasPhotosDirectory: settings.directory != nil, hasFlickrKey: key != nil)
+        var sources: [PhotoSourceChain.Member] = []
+        for name in names {
+            switch name {
+            case "local":
+                guard let directory = settings.directory else {
+                    logger.notice("photo source local: no --photos-dir; skipped")
+                    continue
+                }
+                // EXIF blocks are read in photo workers too: a hostile one fails only its file.
+                let folder = try LocalPhotoSource(
+                    directory: directory, reader: .isolated(executable: executable, limits: PhotoWorkLimits()))
+                let scan = await folder.lastScan
+                logger.info(
+                    "photos from \(directory): \(scan.photos) geotagged, \(scan.withoutGPS) without position, \(scan.unreadable) unreadable")
+                sources.append(.init(name: "local", source: folder))
+            case "flickr":
+                guard let key else {
+                    logger.notice("photo source flickr: no API key (FLICKR_API_KEY, --api-key-file); skipped")
+                    continue
+                }
+                sources.append(.init(name: "flickr", source: try FlickrSource(
+                    apiKey: key, endpoint: settings.flickrEndpoint, caFile: settings.flickrCAFile,
+                    budget: RequestBudget(perHour: settings.flickrRate), thumbnailSize: settings.thumbnailSize)))
+            case "commons":
+                if settings.contact == nil {
+                    logger.notice("photo source commons: set `contact` (an e-mail address or URL): Wikimedia asks for one in the User-Agent")
+                }
+                // Its own budget: Wikimedia's limits are not Flickr's.
+                let userAgent = CommonsSource.userAgent(version: version, contact: settings.contact)
+                sources.append(.init(name: "commons", source: try CommonsSource(
+                    endpoint: settings.commonsEndpoint, caFile: settings.commonsCAFile, budget: RequestBudget(perHour: 1800),
+                    userAgent: userAgent, thumbnailSize: settings.thumbnailSize), maxRadius: CommonsSource.maxRadius))
+            default:
+                break
+            }
         }
+        guard !sources.isEmpty else { return nil }
+        logger.info("photo sources: \(sources.map(\.name).joined(separator: ", "))")
         let cache: ThumbnailCache
         do {
             cache = try ThumbnailCache(directory: settings.cacheDirectory, maxBytes: settings.cacheMax)
@@ -162,8 +185,8 @@ package struct Daemon {
                 }
             }
         }
-        return try PhotoService(
-            source: source, sourceName: name, recorder: recorder, store: store, thumbnails: cache,
+        return PhotoService(
+            sources: sources, recorder: recorder, store: store, thumbnails: cache,
             // Each photo is decoded in a child process of its own, under memory and CPU limits: no photo can
             // take the recorder down (PhotoWorkLimits says the budget).
             thumbnailer: IsolatedThumbnailer(executable: executable, size: settings.thumbnailSize), logger: logger,

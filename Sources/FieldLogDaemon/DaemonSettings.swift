@@ -28,6 +28,8 @@ package struct DaemonSettings: Sendable, Equatable {
             "flickr-ca-file": photos.flickrCAFile, "flickr-rate": "\(photos.flickrRate)", "cache-dir": photos.cacheDirectory,
             "cache-max": "\(photos.cacheMax)", "thumb-size": "\(photos.thumbnailSize)",
             "photo-retry-max": "\(photos.retryMax)", "log-level": "\(logLevel)", "http": http?.description,
+            "photo-sources": photos.sources, "commons-endpoint": photos.commonsEndpoint,
+            "commons-ca-file": photos.commonsCAFile, "contact": photos.contact,
         ]
     }
 
@@ -69,6 +71,12 @@ package struct PhotoSettings: Sendable, Equatable {
     package var flickrEndpoint = FlickrSource.defaultEndpoint
     package var flickrCAFile: String?
     package var flickrRate = 3000
+    /// A comma list of flickr, commons, local, or none (`PhotoSourceChain`); nil: the default for what is set up.
+    package var sources: String?
+    package var commonsEndpoint = CommonsSource.defaultEndpoint
+    package var commonsCAFile: String?
+    /// How Wikimedia can reach whoever runs this device, for the User-Agent.
+    package var contact: String?
     package var cacheDirectory = "/var/cache/fieldlog"
     package var cacheMax = 64 << 20
     package var thumbnailSize = 320
@@ -88,6 +96,9 @@ package struct PhotoSettings: Sendable, Equatable {
             guard flickrRate >= 1 else {
                 throw SettingsError(key: "flickr-rate", "--flickr-rate must be at least 1 call per hour")
             }
+        }
+        if let sources, let problem = PhotoSourceChain.parse(sources).problem {
+            throw SettingsError(key: "photo-sources", problem)
         }
         guard cacheMax >= 64 << 10 else { throw SettingsError(key: "cache-max", "--cache-max must be at least 65536 bytes") }
         guard (16...2048).contains(thumbnailSize) else {

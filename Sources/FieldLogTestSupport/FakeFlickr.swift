@@ -1,4 +1,3 @@
-
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -17,12 +16,18 @@ package final class FakeFlickr: @unchecked Sendable {
         package var owner = "12345678@N00"
         package var ownerName = "Test Walker"
         package var license = 4
+        /// `datetaken`; nil: ten minutes after the photo added before it (so no two are one burst).
+        package var taken: String?
+        /// Flickr's position accuracy (16 street level, 11 city) and geo context (1 indoors, 2 outdoors).
+        package var accuracy = 16
+        package var context = 0
         /// The image served for it.
         package var jpeg: [UInt8]
 
         package init(
             id: String, latitude: Double, longitude: Double, title: String, owner: String = "12345678@N00",
-            ownerName: String = "Test Walker", license: Int = 4, jpeg: [UInt8]
+            ownerName: String = "Test Walker", license: Int = 4, taken: String? = nil, accuracy: Int = 16, context: Int = 0,
+            jpeg: [UInt8]
         ) {
             self.id = id
             self.latitude = latitude
@@ -31,6 +36,9 @@ package final class FakeFlickr: @unchecked Sendable {
             self.owner = owner
             self.ownerName = ownerName
             self.license = license
+            self.taken = taken
+            self.accuracy = accuracy
+            self.context = context
             self.jpeg = jpeg
         }
     }
@@ -85,9 +93,9 @@ package final class FakeFlickr: @unchecked Sendable {
     private var channel: (any Channel)?
     package private(set) var port = 0
 
-    private(set) var scheme = "http"
     package init() {}
 
+    package private(set) var scheme = "http"
     package var endpoint: String { "\(scheme)://127.0.0.1:\(port)/services/rest/" }
     package var imageBase: String { "\(scheme)://127.0.0.1:\(port)/img/" }
 
@@ -251,11 +259,13 @@ package final class FakeFlickr: @unchecked Sendable {
                 .sorted { $0.1 < $1.1 }
             func number(_ value: Double) -> Any { numbersAsStrings ? String(value) : value }
             let list: [[String: Any]] = (crafted ?? []) + found.map { photo, _ in
-                [
+                let order = photos.firstIndex { $0.id == photo.id } ?? 0
+                let taken = photo.taken ?? "2024-05-18 \(String(format: "%02d:%02d", 9 + order / 6 % 14, order % 6 * 10)):00"
+                return [
                     "id": photo.id, "owner": photo.owner, "secret": "abc123", "server": "65535", "farm": 66,
                     "title": photo.title, "ispublic": 1, "license": numbersAsStrings ? String(photo.license) : photo.license,
-                    "ownername": photo.ownerName, "datetaken": "2024-05-18 09:00:00",
-                    "latitude": number(photo.latitude), "longitude": number(photo.longitude), "accuracy": "16",
+                    "ownername": photo.ownerName, "datetaken": taken, "context": photo.context,
+                    "latitude": number(photo.latitude), "longitude": number(photo.longitude), "accuracy": String(photo.accuracy),
                     "url_z": imageBase + photo.id + ".jpg", "height_z": 480, "width_z": "640",
                 ]
             }

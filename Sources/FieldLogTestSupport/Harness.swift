@@ -143,8 +143,8 @@ package final class Child {
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
         var variables = ProcessInfo.processInfo.environment
-        // Not the settings of a fieldlog installed on this machine.
-        variables["FIELDLOG_CONFIG"] = "/dev/null"
+        // Not the settings of a fieldlog installed on this machine, nor Wikimedia unless a test asks for it.
+        variables["FIELDLOG_CONFIG"] = Harness.fixtures + "/harness.conf"
         variables.merge(environment) { $1 }
         let envp = variables.map { strdup("\($0)=\($1)") } + [nil]
         defer { envp.forEach { free($0) } }

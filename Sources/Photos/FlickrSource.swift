@@ -229,12 +229,16 @@ public struct FlickrSource: PhotoSource {
             imageURL = "https://live.staticflickr.com/\(server)/\(id)_\(secret)_z.jpg"
         }
         guard let imageURL else { return nil }
-        return PhotoCandidate(
+        var candidate = PhotoCandidate(
             id: id, title: Self.text(photo["title"]?.string) ?? "",
             ownerName: Self.text(photo["ownername"]?.string) ?? owner, ownerID: owner,
             license: photo["license"]?.int.map(Self.licenseName) ?? "unknown licence",
             pageURL: "https://www.flickr.com/photos/\(owner)/\(id)/", latitude: latitude, longitude: longitude,
             imageURL: imageURL, taken: Self.text(photo["datetaken"]?.string))
+        // extras=geo brings `accuracy` (1 world .. 16 street) and `context` (geo_context: 1 indoors, 2 outdoors).
+        candidate.accuracy = photo["accuracy"]?.int.flatMap { (1...16).contains($0) ? $0 : nil }
+        candidate.indoors = photo["context"]?.int == 1
+        return candidate
     }
 
     /// Text for the journal: control and format characters dropped, at most `textLimit` characters.
@@ -335,11 +339,11 @@ private struct Lenient<Value: Decodable>: Decodable {
 
 /// A string or a number: Flickr sends numbers as either ("total": "" when empty). Anything else reads as
 /// neither, unread.
-struct FlickrScalar: Decodable {
-    var string: String?
-    var double: Double?
+package struct FlickrScalar: Decodable {
+    package var string: String?
+    package var double: Double?
 
-    init(from decoder: any Decoder) {
+    package init(from decoder: any Decoder) {
         guard let container = try? decoder.singleValueContainer() else { return }
         if let text = try? container.decode(String.self) {
             string = text
@@ -353,7 +357,7 @@ struct FlickrScalar: Decodable {
         }
     }
 
-    var int: Int? {
+    package var int: Int? {
         double.flatMap { $0 == $0.rounded() && abs($0) < 1e9 ? Int($0) : nil }
     }
 }

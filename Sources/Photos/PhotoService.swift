@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Glibc
-import NIOConcurrencyHelpers
+import NIOPosix
 import Logging
 import ServiceLifecycle
 import Recording
@@ -10,152 +10,158 @@ import WalkJournal
 import WalkModel
 
 /// Finds a photo for every milestone, off the walk's path: the recorder never waits for the network. The
-/// walk being recorded comes first, in milestone order; milestones of older walks still waiting (after
-/// outages, or a source that was missing) are served after it, newest walk first, one walk's journal read
-/// at a time, so that neither start-up nor memory grows with the number of walks stored. A milestone that
-/// cannot be served stays pending in the journal and is retried with backoff, also after a restart; when
-/// the source is unusable (an invalid key) it stops asking and says so.
+/// walk being recorded comes first, in milestone order, whatever happened before start-up; milestones of
+/// other walks still waiting (after outages, or a source that was missing) follow, newest walk first, one
+/// walk's journal read at a time. The walk index that lists them is built or repaired once recording has
+/// begun, so that neither start-up nor memory grows with the number of walks stored. Each milestone is
+/// served by the first source that finds a photo (`PhotoSourceChain`), the best of its candidates
+/// (`PhotoPicker`). A milestone that cannot be served stays pending in the journal and is retried with
+/// backoff, also after a restart; a source that is unusable (an invalid key) is passed over and reported.
 public struct PhotoService: Service {
     public struct Pending: Sendable, Equatable {
         public var walkID: String
         public var milestone: Milestone
     }
 
+    /// What reaches the serving loop: milestones from the recorder, and the walk index once built.
+    private enum Arrival: Sendable {
+        case milestone(Pending)
+        case history([WalkSummary])
+        /// No more milestones will come (`finishWhenIdle`).
+        case end
+    }
+
     /// Search radii in metres, widened step by step when nothing is near (Flickr's limit is below 32 km).
     public static let radii: [Double] = [100, 500, 2_000, 8_000, 31_000]
+    /// Coarse or indoor photos are taken only once the search has widened this far without a better one.
+    public static let fallbackReach = 2_000.0
 
-    private let source: any PhotoSource
-    private let sourceName: String
+    private let sources: [PhotoSourceChain.Member]
     private let recorder: WalkRecorder
     private let store: JournalStore
     private let thumbnails: any ThumbnailStore
     private let thumbnailer: any ThumbnailMaker
     private let logger: Logger
-    /// The newest walk if it is still open (being recorded, or about to be resumed): served first.
-    private let latest: WalkLog?
-    /// Older walks with milestones still waiting, newest first: served when nothing newer waits.
-    private let olderWalks: [WalkSummary]
-    private let milestones: AsyncStream<Pending>
-    private let continuation: AsyncStream<Pending>.Continuation
+    private let arrivals = Mailbox<Arrival>()
     private let maxBackoff: Double
     /// What the service is doing now, for the live page.
     public let activity = PhotoActivity()
 
-    /// Reads the newest journal, and the walk index for older walks still waiting for photos.
+    /// One source. Reads nothing: the journals are read once the service runs.
     public init(
         source: any PhotoSource, sourceName: String, recorder: WalkRecorder, store: JournalStore,
         thumbnails: any ThumbnailStore, thumbnailer: any ThumbnailMaker, logger: Logger, maxBackoff: Double = 300
     ) throws(JournalError) {
-        self.source = source
-        self.sourceName = sourceName
+        self.init(
+            sources: [.init(name: sourceName, source: source)], recorder: recorder, store: store,
+            thumbnails: thumbnails, thumbnailer: thumbnailer, logger: logger, maxBackoff: maxBackoff)
+    }
+
+    /// Sources in order of preference.
+    public init(
+        sources: [PhotoSourceChain.Member], recorder: WalkRecorder, store: JournalStore,
+        thumbnails: any ThumbnailStore, thumbnailer: any ThumbnailMaker, logger: Logger, maxBackoff: Double = 300
+    ) {
+        self.sources = sources
         self.recorder = recorder
         self.store = store
         self.thumbnails = thumbnails
         self.thumbnailer = thumbnailer
         self.logger = logger
         self.maxBackoff = maxBackoff
-        var walks = try WalkIndex.summaries(in: store)
-        // An open newest walk is the one being recorded, or about to be resumed.
-        if let newest = walks.last, newest.ended == nil {
-            latest = try store.read(newest.id)
-            walks.removeLast()
-        } else {
-            latest = nil
-        }
-        olderWalks = walks.filter { $0.pendingPhotos > 0 }.reversed()
-        (milestones, continuation) = AsyncStream.makeStream()
     }
 
     /// Ends the service once every queued milestone is served (a replay with `--once` is over).
     public func finishWhenIdle() {
-        continuation.finish()
+        arrivals.put(.end)
     }
 
     /// Queues a milestone that has just been journaled.
     public func enqueue(_ milestone: Milestone, walkID: String) {
-        continuation.yield(Pending(walkID: walkID, milestone: milestone))
+        arrivals.put(.milestone(Pending(walkID: walkID, milestone: milestone)))
     }
 
     public func run() async throws {
-        let waiting = (latest?.pendingMilestones.count ?? 0) + olderWalks.reduce(0) { $0 + $1.pendingPhotos }
-        if waiting > 0 {
-            logger.info(
-                "\(waiting) milestones are waiting for a photo (\(olderWalks.count) older walks); the newest walk first")
-        }
         // Shutdown cancels this task: in-flight requests are cancelled, pending milestones stay pending.
         await cancelWhenGracefulShutdown {
-            await serve()
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await loadHistory() }
+                await serve()
+                group.cancelAll()
+            }
         }
     }
 
-    /// Photos not to offer a walk again: used, rejected, or suspected of killing the recorder.
-    private struct Avoid {
-        var walks: [String: Set<String>] = [:]
-
-        mutating func add(_ log: WalkLog) {
-            walks[log.id, default: []].formUnion(log.usedPhotoIDs.union(log.suspectPhotoIDs))
+    /// The walk index, built or repaired off the cooperative pool while the walk is recorded and served.
+    private func loadHistory() async {
+        let summaries: [WalkSummary]
+        do {
+            summaries = try await NIOThreadPool.singleton.runIfActive { [store] in try WalkIndex.summaries(in: store) }
+        } catch {
+            logger.error("walk index: \(error); older walks' milestones wait for a later start")
+            summaries = []
         }
+        let waiting = summaries.filter { $0.pendingPhotos > 0 }
+        if !waiting.isEmpty {
+            logger.info(
+                "\(waiting.reduce(0) { $0 + $1.pendingPhotos }) milestones of \(waiting.count) walks are waiting for a photo; the walk being recorded first")
+        }
+        arrivals.put(.history(summaries))
     }
 
     private func serve() async {
-        var live: [Pending] = latest.map { log in log.pendingMilestones.map { Pending(walkID: log.id, milestone: $0) } } ?? []
-        var older: [Pending] = []
-        var olderWalks = self.olderWalks[...]
-        var avoid = Avoid()
-        if let latest { avoid.add(latest) }
+        var queue = ServeQueue()
+        var usable = sources
         var attempted = Set<String>()
-        // New milestones arrive on a stream; a task moves them into a box the loop can look at without waiting.
-        let arrivals = Arrivals()
-        let listener = Task { [milestones] in
-            for await item in milestones { arrivals.put(item) }
-            arrivals.finish()
-        }
-        defer { listener.cancel() }
         var backoff = 1.0
         var failing = false
+        var ended = false
         while !Task.isCancelled {
-            live += arrivals.take()
+            for arrival in arrivals.take() {
+                switch arrival {
+                case let .milestone(item): queue.arrived(item.milestone, walkID: item.walkID)
+                case let .history(summaries): queue.history(summaries)
+                case .end: ended = true
+                }
+            }
+            let current = recorder.summary.walkID
             let item: Pending
-            if let first = live.first {
-                item = first
-            } else if let first = older.first {
-                item = first
-            } else if let summary = olderWalks.popFirst() {
-                // One older walk at a time: its journal is read now and let go when it is served.
-                guard let log = try? store.read(summary.id) else { continue }
-                avoid.add(log)
-                older = log.pendingMilestones.map { Pending(walkID: log.id, milestone: $0) }
+            switch queue.next(current: current) {
+            case let .read(walkID):
+                queue.read(walkID, log: try? store.read(walkID))
                 continue
-            } else if arrivals.isFinished {
-                return
-            } else {
+            case .idle:
+                if ended && queue.isEmpty { return }
                 activity.set(.idle)
                 await arrivals.wait()
                 continue
+            case let .serve(walkID, milestone):
+                item = Pending(walkID: walkID, milestone: milestone)
             }
-            do {
-                var avoided = avoid.walks[item.walkID, default: []]
-                defer { avoid.walks[item.walkID] = avoided }
-                let record = try await photo(for: item, avoiding: &avoided, attempted: &attempted)
+            let start = Attempt(picks: queue.walks[item.walkID]?.picks ?? WalkPicks(), sources: usable, attempted: attempted)
+            guard let outcome = item.walkID == current ? await attempt(item, start) : await attemptInBackground(item, start)
+            else { continue }  // the walk being recorded has a new milestone: it goes first
+            usable = outcome.sources
+            attempted = outcome.attempted
+            for id in outcome.picks.avoided { queue.avoid(id, walkID: item.walkID) }
+            switch outcome.result {
+            case let .success(record):
                 recorder.attach(record, toWalk: item.walkID)
-                if let id = record.photo?.id { avoided.insert(id) }
-                if live.first == item { live.removeFirst() } else { older.removeFirst() }
+                queue.served(item.milestone.index, walkID: item.walkID, photo: record.photo)
                 backoff = 1
                 if failing {
-                    logger.info("photo source \(sourceName) answers again")
+                    logger.info("photo sources answer again")
                     failing = false
                 }
-            } catch let error as PhotoSourceError where error.kind == .fatal {
+            case let .failure(error as PhotoSourceError) where error.kind == .fatal:
+                // Every source is unusable: journaled milestones stay pending until a person fixes it.
                 activity.set(.unusable(reason: error.message))
-                logger.error("photo source \(sourceName) unusable: \(error.message); milestones stay pending")
-                recorder.note(.photoSourceUnavailable, message: error.message)
-                // Keep draining the stream so nothing blocks; journaled milestones stay pending.
-                while !arrivals.isFinished && !Task.isCancelled {
-                    _ = arrivals.take()
+                while !ended && !Task.isCancelled {
                     await arrivals.wait()
+                    ended = arrivals.take().contains { if case .end = $0 { true } else { false } }
                 }
                 return
-            } catch {
+            case let .failure(error):
                 if !failing {
                     logger.warning("photo for milestone \(item.milestone.index) pending: \(error); retrying with backoff")
                     recorder.note(.error, message: "photo for milestone \(item.milestone.index) pending, retrying: \(error)", toWalk: item.walkID)
@@ -165,118 +171,173 @@ public struct PhotoService: Service {
                 let delay = Double.random(in: backoff / 2...backoff)
                 activity.set(.backingOff(
                     milestone: item.milestone.index, reason: "\(error)", retry: Date().timeIntervalSince1970 + delay))
-                try? await sleepOnEventLoop(for: .seconds(delay))
+                await pause(seconds: delay, unlessNewerThan: item.walkID == current ? nil : item.walkID)
                 backoff = min(backoff * 2, maxBackoff)
             }
         }
     }
 
-    /// The nearest usable photo not yet used in the walk, widening the search until one is found. Each photo
-    /// is journaled (synced) as attempted before its first decode in this process, so that one that takes
-    /// the recorder down with it is skipped after two such attempts.
-    /// Photos found unusable join `avoided`, so that a retry after a network error does not fetch them again.
-    private func photo(for item: Pending, avoiding avoided: inout Set<String>, attempted: inout Set<String>)
-        async throws -> MilestonePhoto
-    {
+    /// What serving one milestone started from, and what it learned (photos rejected, sources found
+    /// unusable), whatever its result.
+    private struct Attempt: Sendable {
+        var picks: WalkPicks
+        var sources: [PhotoSourceChain.Member]
+        var attempted: Set<String>
+        var result: Result<MilestonePhoto, any Error> = .failure(CancellationError())
+    }
+
+    private func attempt(_ item: Pending, _ start: Attempt) async -> Attempt {
+        var attempt = start
+        do {
+            attempt.result = .success(
+                try await photo(for: item, picks: &attempt.picks, sources: &attempt.sources, attempted: &attempt.attempted))
+        } catch {
+            attempt.result = .failure(error)
+        }
+        return attempt
+    }
+
+    /// Whether an arrival is a milestone of another walk than `walkID`: the walk being recorded, since only
+    /// the recorder hands milestones over.
+    private static func isNewer(than walkID: String) -> @Sendable (Arrival) -> Bool {
+        { arrival in
+            if case let .milestone(newer) = arrival { return newer.walkID != walkID }
+            return false
+        }
+    }
+
+    /// Waits `seconds`, or less when `walkID` is set and another walk has a new milestone meanwhile.
+    private func pause(seconds: Double, unlessNewerThan walkID: String?) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await sleepOnEventLoop(for: .seconds(seconds)) }
+            if let walkID {
+                group.addTask { [arrivals] in await arrivals.wait(for: Self.isNewer(than: walkID)) }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// A milestone of a walk not being recorded: served on what the budgets leave over, and given up (nil:
+    /// the milestone stays pending) as soon as the walk being recorded has a new milestone.
+    private func attemptInBackground(_ item: Pending, _ start: Attempt) async -> Attempt? {
+        let isNewer = Self.isNewer(than: item.walkID)
+        return await withTaskGroup(of: Attempt?.self) { group in
+            group.addTask {
+                await RequestBudget.$isBackground.withValue(true) { await attempt(item, start) }
+            }
+            group.addTask { [arrivals] in
+                // Returns when a newer milestone comes, or when the attempt is done (cancelled).
+                await arrivals.wait(for: isNewer)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
+
+    /// A photo from the first source that has one near the milestone, or "none nearby" when none has. A
+    /// source that turns out unusable is dropped from `sources`, with one log line and a journal event;
+    /// when none is left, the last one's error is thrown.
+    private func photo(
+        for item: Pending, picks: inout WalkPicks, sources: inout [PhotoSourceChain.Member], attempted: inout Set<String>
+    ) async throws -> MilestonePhoto {
+        var searched: [String] = []
+        var position = 0
+        while position < sources.count {
+            let member = sources[position]
+            do {
+                if let found = try await photo(for: item, from: member, picks: &picks, attempted: &attempted) {
+                    return found
+                }
+                searched.append("none within \(Self.describe(member.maxRadius)) on \(member.name)")
+                position += 1
+            } catch let error as PhotoSourceError where error.kind == .fatal {
+                logger.error("photo source \(member.name) unusable: \(error.message)")
+                recorder.note(.photoSourceUnavailable, message: "\(member.name): \(error.message)", toWalk: item.walkID)
+                sources.remove(at: position)
+                if sources.isEmpty { throw error }
+            }
+        }
+        let last = sources.last
+        logger.info("milestone \(item.milestone.index): \(searched.joined(separator: "; "))")
+        var record = MilestonePhoto(
+            milestone: item.milestone.index, source: last?.name ?? "none",
+            outcome: .noneNearby(radius: last?.maxRadius ?? Self.radii.last!))
+        record.why = searched.joined(separator: "; ")
+        return record
+    }
+
+    /// The best usable photo `member` has near the milestone, widening the search until one is found; nil
+    /// when it has none within its widest radius. Each photo is journaled (synced) as attempted before its
+    /// first decode in this process, so that one that takes the recorder down with it is skipped after two
+    /// such attempts. Photos found unusable join `picks.avoided`, so that a retry after a network error
+    /// does not fetch them again.
+    private func photo(
+        for item: Pending, from member: PhotoSourceChain.Member, picks: inout WalkPicks, attempted: inout Set<String>
+    ) async throws -> MilestonePhoto? {
         let milestone = item.milestone
-        for radius in Self.radii {
+        for radius in member.radii {
             activity.set(.searching(milestone: milestone.index))
-            let candidates = try await source.search(
+            let found = try await member.source.search(
                 latitude: milestone.latitude, longitude: milestone.longitude, radius: radius)
-                .filter { !avoided.contains($0.id) }
-                .map { ($0, Geodesy.distance(milestone.latitude, milestone.longitude, $0.latitude, $0.longitude)) }
-                .sorted { $0.1 < $1.1 }
-            for (candidate, distance) in candidates where !avoided.contains(candidate.id) {
+            for candidate in found where !picks.avoided.contains(candidate.id) {
+                if let reason = candidate.skipReason {
+                    reject(candidate, because: reason, from: member.name, into: &picks.avoided, walkID: item.walkID)
+                }
+            }
+            let choices = PhotoPicker.rank(
+                found, latitude: milestone.latitude, longitude: milestone.longitude, radius: radius, picks: picks)
+            let widened = radius >= Self.fallbackReach || radius == member.radii.last
+            for choice in choices where (!choice.isFallback || widened) && !picks.avoided.contains(choice.candidate.id) {
+                let candidate = choice.candidate
                 do {
                     activity.set(.downloading(milestone: milestone.index))
-                    let bytes = try await source.image(of: candidate, limit: PhotoWorker.largestImage)
+                    let bytes = try await member.source.image(of: candidate, limit: PhotoWorker.largestImage)
                     if attempted.insert(candidate.id).inserted {
                         recorder.note(.photoAttempt, message: candidate.id, toWalk: item.walkID)
                     }
                     let thumbnail = try await thumbnailer.thumbnail(of: bytes)
-                    let key = cacheKey(for: candidate)
+                    let key = cacheKey(for: candidate, source: member.name)
                     try await thumbnails.store(key: key, bytes: thumbnail.jpeg)
-                    logger.info("milestone \(milestone.index): photo \(candidate.id), \(Int(distance)) m away")
-                    return MilestonePhoto(
-                        milestone: milestone.index, source: sourceName,
-                        outcome: .found(candidate, distance: distance, cacheKey: key))
+                    logger.info("milestone \(milestone.index): photo \(candidate.id) from \(member.name), \(Int(choice.distance)) m away: \(choice.why)")
+                    var record = MilestonePhoto(
+                        milestone: milestone.index, source: member.name,
+                        outcome: .found(candidate, distance: choice.distance, cacheKey: key))
+                    record.why = choice.why + " within \(Self.describe(radius))"
+                    return record
                 } catch let error as PhotoSourceError where error.kind == .permanent {
-                    reject(candidate, because: error.message, into: &avoided, walkID: item.walkID)
+                    reject(candidate, because: error.message, from: member.name, into: &picks.avoided, walkID: item.walkID)
                 } catch let error as ThumbnailError {
-                    reject(candidate, because: error.message, into: &avoided, walkID: item.walkID)
+                    reject(candidate, because: error.message, from: member.name, into: &picks.avoided, walkID: item.walkID)
                 }
             }
         }
-        logger.info("milestone \(milestone.index): no photo within \(Int(Self.radii.last! / 1000)) km")
-        return MilestonePhoto(
-            milestone: milestone.index, source: sourceName, outcome: .noneNearby(radius: Self.radii.last!))
+        return nil
+    }
+
+    /// "500 m", "31 km".
+    private static func describe(_ metres: Double) -> String {
+        metres < 1_000 ? "\(Int(metres)) m" : "\(Int(metres / 1_000)) km"
     }
 
     /// `source-id`, or `source-<hash of id>` when that would be longer than a valid key.
-    private func cacheKey(for candidate: PhotoCandidate) -> String {
-        let key = sourceName + "-" + candidate.id
+    private func cacheKey(for candidate: PhotoCandidate, source: String) -> String {
+        let key = source + "-" + candidate.id
         guard !PhotoCandidate.isValidID(key) else { return key }
         // FNV-1a: stable across runs, unlike Swift's seeded Hasher.
         let hash = candidate.id.utf8.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
-        return sourceName + "-" + String(hash, radix: 16)
+        return source + "-" + String(hash, radix: 16)
     }
 
     /// A photo that cannot be used is journaled as an error and skipped; the next candidate is tried.
-    private func reject(_ candidate: PhotoCandidate, because reason: String, into rejected: inout Set<String>, walkID: String) {
+    private func reject(
+        _ candidate: PhotoCandidate, because reason: String, from source: String, into rejected: inout Set<String>,
+        walkID: String
+    ) {
         rejected.insert(candidate.id)
         logger.warning("photo \(candidate.id) skipped: \(reason)")
-        recorder.note(.error, message: "photo \(candidate.id) from \(sourceName) skipped: \(reason)", toWalk: walkID)
-    }
-}
-
-/// Milestones handed over from the recorder, for a loop that must not wait on them while it has work.
-private final class Arrivals: @unchecked Sendable {
-    private let lock = NIOLock()
-    private var items: [PhotoService.Pending] = []
-    private var finished = false
-    private var cancelled = false
-    private var waiter: CheckedContinuation<Void, Never>?
-
-    func put(_ item: PhotoService.Pending) {
-        lock.withLock {
-            items.append(item)
-            return waiter.take()
-        }?.resume()
-    }
-
-    func finish() {
-        lock.withLock {
-            finished = true
-            return waiter.take()
-        }?.resume()
-    }
-
-    var isFinished: Bool { lock.withLock { finished && items.isEmpty } }
-
-    func take() -> [PhotoService.Pending] {
-        lock.withLock {
-            defer { items.removeAll() }
-            return items
-        }
-    }
-
-    /// Returns when an item arrives, the stream ends or the task is cancelled (at once if one already
-    /// happened).
-    func wait() async {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let ready: Bool = lock.withLock {
-                    if !items.isEmpty || finished || cancelled { return true }
-                    waiter = continuation
-                    return false
-                }
-                if ready { continuation.resume() }
-            }
-        } onCancel: {
-            lock.withLock {
-                cancelled = true
-                return waiter.take()
-            }?.resume()
-        }
+        recorder.note(.error, message: "photo \(candidate.id) from \(source) skipped: \(reason)", toWalk: walkID)
     }
 }

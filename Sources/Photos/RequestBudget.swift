@@ -18,15 +18,21 @@ public actor RequestBudget {
         refilled = clock.now
     }
 
+    /// Set for work that must leave the budget to the walk being recorded (older walks' milestones): such a
+    /// request waits until the bucket is full, so that the live walk always finds the burst it would have
+    /// with no history, and the backlog goes at the steady rate.
+    @TaskLocal public static var isBackground = false
+
     /// Waits until a request may be made, and counts it.
     public func acquire() async {
+        let needed = Self.isBackground ? burst : 1
         while true {
             refill()
-            if tokens >= 1 {
+            if tokens >= needed {
                 tokens -= 1
                 return
             }
-            let wait = (1 - tokens) * 3600 / Double(perHour)
+            let wait = (needed - tokens) * 3600 / Double(perHour)
             try? await sleepOnEventLoop(for: .seconds(wait))
             if Task.isCancelled { return }
         }

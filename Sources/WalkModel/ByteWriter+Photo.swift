@@ -21,6 +21,10 @@ extension ByteWriter {
             appendJSONString(photo.ownerID)
             append(",\"license\":")
             appendJSONString(photo.license)
+            if let licenseURL = photo.licenseURL {
+                append(",\"license_url\":")
+                appendJSONString(licenseURL)
+            }
             append(",\"page\":")
             if let page = photo.pageURL { appendJSONString(page) } else { append("null") }
             append(",\"lat\":")

@@ -34,6 +34,8 @@ package struct JournalLine: Codable {
     package var page: String?
     package var url: String?
     package var taken: String?
+    package var licenseURL: String?
+    package var why: String?
     package var cache: String?
     package var radius: Double?
     package var starred: Bool?
@@ -44,6 +46,7 @@ package struct JournalLine: Codable {
         case type, walk, time, wall, lat, lon, alt, eph, mode, seg, dist, speed, track, index, gap, every, event, message
         case status, source, photo, title, owner, license, page, url, taken, cache, radius, starred
         case ownerID = "owner_id"
+        case licenseURL = "license_url", why
     }
 
     package init(type: String) {
@@ -95,6 +98,7 @@ package struct JournalLine: Codable {
             self.init(type: "photo")
             index = record.milestone
             source = record.source
+            why = record.why
             switch record.outcome {
             case let .found(candidate, distance, cacheKey):
                 status = "found"
@@ -109,6 +113,7 @@ package struct JournalLine: Codable {
                 dist = Precision.roundedMetres(distance)
                 url = candidate.imageURL
                 taken = candidate.taken
+                licenseURL = candidate.licenseURL
                 cache = cacheKey
             case let .noneNearby(searched):
                 status = "none_nearby"
@@ -162,15 +167,19 @@ package struct JournalLine: Codable {
             switch status {
             case "found":
                 guard let photo, let lat, let lon, let dist, let url, let cache else { return nil }
-                let candidate = PhotoCandidate(
+                var candidate = PhotoCandidate(
                     id: photo, title: title ?? "", ownerName: owner ?? "", ownerID: ownerID ?? "",
                     license: license ?? "", pageURL: page, latitude: lat, longitude: lon, imageURL: url, taken: taken)
-                return .photo(
-                    MilestonePhoto(
-                        milestone: index, source: source, outcome: .found(candidate, distance: dist, cacheKey: cache)))
+                candidate.licenseURL = licenseURL
+                var record = MilestonePhoto(
+                    milestone: index, source: source, outcome: .found(candidate, distance: dist, cacheKey: cache))
+                record.why = why
+                return .photo(record)
             case "none_nearby":
                 guard let radius else { return nil }
-                return .photo(MilestonePhoto(milestone: index, source: source, outcome: .noneNearby(radius: radius)))
+                var record = MilestonePhoto(milestone: index, source: source, outcome: .noneNearby(radius: radius))
+                record.why = why
+                return .photo(record)
             default:
                 return nil
             }

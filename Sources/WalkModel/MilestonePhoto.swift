@@ -8,9 +8,11 @@ public struct MilestonePhoto: Sendable, Equatable {
     }
 
     public var milestone: Int
-    /// "flickr" or "local".
+    /// "flickr", "commons" or "local".
     public var source: String
     public var outcome: Outcome
+    /// Why this photo was picked, in a few words (journaled as `why`; absent from older journals).
+    public var why: String?
 
     public init(milestone: Int, source: String, outcome: Outcome) {
         self.milestone = milestone

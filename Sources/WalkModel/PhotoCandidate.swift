@@ -16,6 +16,15 @@ public struct PhotoCandidate: Sendable, Equatable {
     public var imageURL: String
     /// When it was taken, as the source states it.
     public var taken: String?
+    /// The licence's text (Commons: LicenseUrl); journaled as `license_url`.
+    public var licenseURL: String?
+    /// How exactly its position is known, on Flickr's scale (16 street level, 11 city, 1 world); nil when
+    /// the source does not say. Used to pick, not journaled.
+    public var accuracy: Int?
+    /// Taken indoors, as the source says (Flickr's geo context); used to pick, not journaled.
+    public var indoors = false
+    /// Why this file cannot be used (not a JPEG, no licence): the service journals it and skips the file.
+    public var skipReason: String?
 
     public init(
         id: String, title: String, ownerName: String, ownerID: String, license: String, pageURL: String?,

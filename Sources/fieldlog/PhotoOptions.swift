@@ -29,6 +29,25 @@ struct PhotoOptions: ParsableArguments {
     @Option(help: "Flickr calls (searches and downloads) per hour at most: up to 3599 for Flickr itself, which allows 3600 per key; any for another endpoint.")
     var flickrRate: Int = PhotoSettings().flickrRate
 
+    @Option(
+        help: ArgumentHelp(
+            "Photo sources in order of preference: a comma list of flickr, commons, local, or none.",
+            discussion: """
+                Each milestone is served by the first source that finds a photo; the next is asked when one \
+                finds nothing or cannot be used. Default: local with --photos-dir; else flickr,commons with a \
+                Flickr key; else commons.
+                """))
+    var photoSources: String?
+
+    @Option(help: "Wikimedia Commons API endpoint (https; plain http only on loopback).")
+    var commonsEndpoint: String = PhotoSettings().commonsEndpoint
+
+    @Option(help: "Also trust the CA certificate(s) in this PEM file for Commons and its images (a test server, a proxy).")
+    var commonsCaFile: String?
+
+    @Option(help: "How Wikimedia can reach whoever runs this device (an e-mail address or URL), sent in the User-Agent as Wikimedia asks.")
+    var contact: String?
+
     @Option(help: "Directory of the thumbnail cache.")
     var cacheDir: String = PhotoSettings().cacheDirectory
 
@@ -48,6 +67,10 @@ struct PhotoOptions: ParsableArguments {
         settings.flickrEndpoint = flickrEndpoint
         settings.flickrCAFile = flickrCaFile
         settings.flickrRate = flickrRate
+        settings.sources = photoSources
+        settings.commonsEndpoint = commonsEndpoint
+        settings.commonsCAFile = commonsCaFile
+        settings.contact = contact
         settings.cacheDirectory = cacheDir
         settings.cacheMax = cacheMax
         settings.thumbnailSize = thumbSize

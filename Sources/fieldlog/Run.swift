@@ -1,4 +1,5 @@
 import ArgumentParser
+import CBuildStamp
 import FoundationEssentials
 import Glibc
 import Logging
@@ -105,7 +106,8 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
         var logger = Logger(label: "fieldlog")
         logger.logLevel = logLevel
         do {
-            try await Daemon(settings: settings, logger: logger).runUntilSignalled()
+            try await Daemon(settings: settings, logger: logger, version: String(cString: fieldlog_build_version()))
+                .runUntilSignalled()
         } catch {
             throw CleanExit.failure("fieldlog: \(error)")
         }

@@ -31,8 +31,9 @@ import WalkModel
         settings.gpsd = HostAndPort(host: "127.0.0.1", port: "\(gpsd.port)")
         settings.stateDirectory = directory + "/state"
         settings.once = true
+        settings.photos.sources = "none"
         let daemon = try await Daemon(settings: settings, logger: logger, environment: [:])
-        #expect(daemon.photoService == nil, "no key, no folder: no photo source")
+        #expect(daemon.photoService == nil, "photo sources: none")
         try await daemon.run()
         await gpsd.stop()
 
@@ -52,6 +53,7 @@ import WalkModel
         var settings = DaemonSettings()
         settings.gpsd = HostAndPort(host: "127.0.0.1", port: "\(gpsd.port)")
         settings.stateDirectory = directory + "/state"
+        settings.photos.sources = "none"
         let daemon = try await Daemon(settings: settings, logger: logger, environment: [:])
         let running = Task { try await daemon.run() }
         let store = JournalStore(directory: settings.stateDirectory)
