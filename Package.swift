@@ -54,10 +54,23 @@ let package = Package(
             name: "CSandbox",
             cSettings: [.define("_GNU_SOURCE")]
         ),
+        // libmosquitto as pkg-config knows it (apt: libmosquitto-dev).
+        .systemLibrary(
+            name: "CLibMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]
+        ),
+        // The only code that touches struct mosquitto: one client, its callbacks and its network thread.
+        .target(
+            name: "CMosquittoShim",
+            dependencies: ["CLibMosquitto"],
+            cSettings: [.define("_GNU_SOURCE")]
+        ),
         .target(
             name: "FieldLog",
             dependencies: [
                 "CSandbox",
+                "CMosquittoShim",
                 "CGPSShim",
                 "CExifShim",
                 "CJPEG",

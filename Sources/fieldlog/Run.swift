@@ -24,11 +24,11 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
     )
 
     /// Every option but --once (a replay switch the command line could not turn off again) and --config.
-    static let configKeys: Set<String> = [
+    static let configKeys: Set<String> = Set([
         "gpsd", "state-dir", "every", "gap", "idle-gap", "max-eph", "max-speed", "min-step", "photos-dir",
         "api-key-file", "flickr-endpoint", "flickr-ca-file", "flickr-rate", "cache-dir", "cache-max", "thumb-size", "photo-retry-max",
         "log-level", "http",
-    ]
+    ]).union(ShareOptions.configKeys)
 
     @OptionGroup var configOption: ConfigOption
 
@@ -60,6 +60,8 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
 
     @OptionGroup var photos: PhotoOptions
 
+    @OptionGroup var sharing: ShareOptions
+
     @Option(
         help: ArgumentHelp(
             "Serve the live page of the walk on ADDRESS:PORT (off by default).",
@@ -89,7 +91,7 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
             "thumb-size": "\(photos.thumbSize)", "photo-retry-max": "\(photos.photoRetryMax)", "log-level": "\(logLevel)",
             "http": http?.description,
         ]
-        return settings.map { key, value in
+        return (Array(settings) + Array(sharing.settings)).map { key, value in
             value.map { "\(key): \(ConfigFile.quoted($0))\n" } ?? "# \(key): (not set)\n"
         }.joined()
     }
@@ -102,6 +104,7 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
         try requirePositive(maxSpeed, "--max-speed", unit: "m/s")
         guard minStep.isFinite && minStep >= 0 else { throw ValidationError("--min-step must be 0 or more metres") }
         try photos.validate()
+        try sharing.validate()
     }
 
     private func requirePositive(_ value: Double, _ name: String, unit: String) throws {
@@ -162,6 +165,10 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
             logger.notice("no photo source: set FLICKR_API_KEY, --api-key-file or --photos-dir; milestones get no photos")
             services = [.init(service: recorderService, successTerminationBehavior: .gracefullyShutdownGroup)]
         }
+        let shareService = try makeShareService(recorder: recorder, store: store, logger: logger)
+        if let shareService {
+            services.append(.init(service: shareService, successTerminationBehavior: .ignore))
+        }
         if let http {
             let activity = photoService?.activity
             let web = WebService(
@@ -174,7 +181,8 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
                     return LiveStatus(
                         distance: summary.distance, milestones: summary.milestones, gpsd: gpsd.state,
                         lastFixWall: gpsd.lastFixWall, photos: activity?.current, storage: summary.storage?.reason,
-                        suspectFixes: summary.suspectFixes, rejectedFixes: summary.rejectedFixes)
+                        suspectFixes: summary.suspectFixes, rejectedFixes: summary.rejectedFixes,
+                        shares: shareService?.statuses.map { $0.line })
                 },
                 logger: logger)
             services.append(.init(service: web, successTerminationBehavior: .ignore))

@@ -82,6 +82,7 @@ struct Status: ParsableCommand, ConfiguredCommand {
         } else {
             add("storage    ok")
         }
+        lines += ShareStatusFile.lines(directory: directory, recorder: status.pid)
         return lines
     }
 }
