@@ -39,15 +39,21 @@ final class SharingHTTPTests {
         let deadline = Date().addingTimeInterval(30)
         while server.stored.count < 5 && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
         #expect(server.stored.count >= 5)
-        // Answers that are no acknowledgement: the position stays where it is while they last.
+        // Answers that are no acknowledgement: the position stays where it is while they last (two tries each),
+        // and moves on once real answers come again.
         for fault in [FakeRecorder.Fault.dropBody, .notOwnTracks, .serverError] {
             server.setFault(fault)
             try await Task.sleep(for: .milliseconds(300))
             let before = acknowledged()
             let seen = server.seen
-            try await Task.sleep(for: .seconds(2))
-            #expect(server.seen > seen, "\(fault): retried")
+            let deadline = Date().addingTimeInterval(15)
+            while server.seen < seen + 2 && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(server.seen >= seen + 2, "\(fault): retried")
             #expect(acknowledged() == before, "\(fault): no acknowledgement, no progress")
+            server.setFault(.none)
+            let recovery = Date().addingTimeInterval(15)
+            while acknowledged() == before && Date() < recovery { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(acknowledged() > before, "\(fault): moving on once acknowledged")
         }
         server.setFault(.slow(1.5))
         try await Task.sleep(for: .seconds(4))

@@ -53,6 +53,8 @@ final class MosquittoBroker {
             listener \(port) 127.0.0.1
 
             """
+        // As root, mosquitto would drop to the user mosquitto, who cannot read the test's files.
+        if getuid() == 0 { config += "user root\n" }
         if tls {
             config += "cafile \(directory)/ca.pem\ncertfile \(directory)/server.pem\nkeyfile \(directory)/server.key\n"
         }
