@@ -60,6 +60,8 @@ enum SharingHarness {
         var unexpected: [MessageKey]
         var outOfOrder: Bool
         var duplicates: Int
+        /// The most times one message arrived.
+        var mostCopies: Int
     }
 
     /// Received messages against expected ones: each expected message arrived, in order (a duplicate is a message
@@ -68,14 +70,17 @@ enum SharingHarness {
         var seen = Set<MessageKey>()
         var firstArrivals: [MessageKey] = []
         var duplicates = 0
+        var copies: [MessageKey: Int] = [:]
         for json in received {
             guard let key = MessageKey(json) else { continue }
+            copies[key, default: 0] += 1
             if seen.insert(key).inserted { firstArrivals.append(key) } else { duplicates += 1 }
         }
         let expectedSet = Set(expected)
         return Comparison(
             missing: expected.filter { !seen.contains($0) }, unexpected: firstArrivals.filter { !expectedSet.contains($0) },
-            outOfOrder: firstArrivals.filter(expectedSet.contains) != expected.filter(seen.contains), duplicates: duplicates)
+            outOfOrder: firstArrivals.filter(expectedSet.contains) != expected.filter(seen.contains), duplicates: duplicates,
+            mostCopies: copies.values.max() ?? 0)
     }
 
     /// The acknowledged position a destination's state file holds.
