@@ -49,6 +49,7 @@ final class ShareEngine {
     private var walk: String?
     private var offset: off_t = 0
     private var partial: [UInt8] = []
+    private var buffer = [UInt8](repeating: 0, count: 64 << 10)
     private var selector: ShareSelector
     private var produced = 0
     /// Messages of `walk` already acknowledged when it was opened: produced again, not sent again.
@@ -221,7 +222,6 @@ final class ShareEngine {
             return []
         }
         defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 256 << 10)
         let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, offset) }
         guard count > 0 else { return [] }
         offset += off_t(count)
