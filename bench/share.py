@@ -66,11 +66,13 @@ def main():
     (run_dir / "mosquitto.conf").write_text(
         f"listener {broker_port} 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest none\n"
         + ("user root\n" if os.getuid() == 0 else ""))
-    broker = subprocess.Popen(["mosquitto", "-c", str(run_dir / "mosquitto.conf")], stderr=subprocess.DEVNULL)
+    broker = subprocess.Popen(["mosquitto", "-c", str(run_dir / "mosquitto.conf")], stderr=subprocess.DEVNULL,
+                              start_new_session=True)
     wait_listening(broker_port)
     subscriber_out = open(run_dir / "subscriber.txt", "wb")
     subscriber = subprocess.Popen(["mosquitto_sub", "-p", str(broker_port), "-t", "owntracks/#", "-q", "1", "-c",
-                                   "-i", "bench-sub"], stdout=subscriber_out, stderr=subprocess.DEVNULL)
+                                   "-i", "bench-sub"], stdout=subscriber_out, stderr=subprocess.DEVNULL,
+                                  start_new_session=True)
     dead_port = free_port()  # nothing listens there: refused at once, every time
 
     gpsfake, gpsd_port = start_gpsfake(capture, 0.5, log=args.work / "gpsfake.log")

@@ -83,7 +83,7 @@ final class SharingHTTPTests {
         let server = FakeRecorder(user: "walker", password: "another")
         defer { server.stop() }
         let capture = try SharingHarness.walkCapture(seconds: 300, in: directory)
-        let gpsd = try await GPSFake(capture: capture, delay: 0.01, in: directory)
+        let gpsd = try await GPSFake(capture: capture, delay: 0.006, in: directory)
         let recorder = try Child(
             Harness.fieldlog,
             ["run", "--gpsd", gpsd.address, "--state-dir", state, "--share", server.url, "--share-device", "testdev",

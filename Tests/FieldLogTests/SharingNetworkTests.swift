@@ -88,8 +88,8 @@ final class SharingNetworkTests {
         let credentials = directory + "/credentials"
         try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
         try MosquittoBroker.password.write(toFile: credentials + "/share-password", atomically: true, encoding: .utf8)
-        let capture = try SharingHarness.walkCapture(seconds: 900, in: directory)
-        let gpsd = try await GPSFake(capture: capture, delay: 0.015, in: directory)
+        let capture = try SharingHarness.walkCapture(seconds: 600, in: directory)
+        let gpsd = try await GPSFake(capture: capture, delay: 0.012, in: directory)
         let recorder = try Child(
             Harness.fieldlog,
             ["run", "--gpsd", gpsd.address, "--state-dir", state, "--share", "mqtt://\(MosquittoBroker.user)@\(subnet).2:1883/",
@@ -112,7 +112,7 @@ final class SharingNetworkTests {
         #expect(comparison.unexpected.isEmpty && !comparison.outOfOrder)
         #expect(comparison.mostCopies <= 2, "a point seen at most twice")
         #expect(comparison.duplicates <= 2 * SharingFaultTests.window, "\(comparison.duplicates) duplicates")
-        #expect(expected.count > 60)
+        #expect(expected.count > 40)
         recorder.signal(SIGTERM)
         let outcome = await recorder.wait(timeout: 20)
         #expect(outcome.status == 0)

@@ -49,10 +49,11 @@ final class SharingTests {
         try await photosAlongThePath()
         let capture = try SharingHarness.walkCapture(seconds: 420, in: directory)
         let gpsd = try await GPSFake(capture: capture, delay: 0.004, in: directory)
+        let page = Harness.freePort()
         let recorder = try Child(
             Harness.fieldlog,
             ["run", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache, "--flickr-endpoint", flickr.endpoint,
-             "--photo-retry-max", "1"] + shareArguments(broker),
+             "--photo-retry-max", "1", "--http", "127.0.0.1:\(page)"] + shareArguments(broker),
             in: directory, environment: environment.merging(["FLICKR_API_KEY": FakeFlickr.apiKey]) { $1 })
         defer { recorder.reap() }
         await gpsd.wait()
@@ -120,9 +121,21 @@ final class SharingTests {
         }
 
         // fieldlog status: the destination, connected, nothing waiting, the last acknowledged time.
-        let status = try await fieldlog(["status", "--state-dir", state], in: directory)
+        // (share-status.json follows within a few seconds.)
+        let wanted = "\(broker.url): connected, 0 waiting, last acknowledged fix time"
+        var status = try await fieldlog(["status", "--state-dir", state], in: directory)
+        let statusDeadline = Date().addingTimeInterval(10)
+        while !status.stdout.contains(wanted) && Date() < statusDeadline {
+            try await Task.sleep(for: .milliseconds(300))
+            status = try await fieldlog(["status", "--state-dir", state], in: directory)
+        }
         let shareLine = status.stdout.split(separator: "\n").first { $0.hasPrefix("share ") }
-        #expect(shareLine?.contains("\(broker.url): connected, 0 waiting, last acknowledged fix time") == true, "\(status.stdout)")
+        #expect(shareLine?.contains(wanted) == true, "\(status.stdout)")
+
+        // The live page's status line: the destination and its state.
+        let livePage = RawHTTP.get("/", port: page, readFor: 10)
+        #expect(livePage.body.contains("sharing: \(broker.url) connected, 0 waiting, last acknowledged"), "\(livePage.head)")
+        #expect(!livePage.body.contains(MosquittoBroker.password))
 
         recorder.signal(SIGTERM)
         let outcome = await recorder.wait(timeout: 20)

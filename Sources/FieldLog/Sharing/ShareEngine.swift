@@ -50,6 +50,7 @@ final class ShareEngine {
     private var offset: off_t = 0
     private var partial: [UInt8] = []
     private var buffer = [UInt8](repeating: 0, count: 64 << 10)
+    private var chunkWasFull = false
     private var selector: ShareSelector
     private var produced = 0
     /// Messages of `walk` already acknowledged when it was opened: produced again, not sent again.
@@ -61,6 +62,8 @@ final class ShareEngine {
     private var tokens: Double
     private var lastRefill: Double
     private var lastWalkListing = 0.0
+    /// When a message last went out or was acknowledged (monotonic).
+    private var lastProgress = 0.0
     private var status: ShareStatus
     private var disconnectedSince: Double?
     private var toldUnavailable = false
@@ -136,13 +139,24 @@ final class ShareEngine {
     /// One turn: read, send, take acknowledgements. Returns whether anything happened (the caller polls faster).
     func turn() -> Bool {
         let now = Self.monotonic()
-        var busy = readMore(now: now)
-        busy = send(now: now) || busy
-        busy = acknowledge() || busy
-        return busy
+        let queued = pending.count - pendingHead
+        chunkWasFull = false
+        // Reading counts as work when it found messages, or a full chunk (more is waiting): a fix that is not
+        // shared is no reason to come back sooner.
+        let read = readMore(now: now) && (pending.count - pendingHead != queued || chunkWasFull)
+        let sent = send(now: now)
+        let acknowledged = acknowledge()
+        if sent || acknowledged { lastProgress = now }
+        return read || sent || acknowledged
     }
 
     var isIdle: Bool { pendingHead == pending.count && inflight.isEmpty }
+
+    /// Messages are out and the last went out or was acknowledged within a second: an answer is due any moment.
+    /// A destination that does not answer is then polled once a second, like an idle one.
+    func isWaitingForAcknowledgement(now: Double) -> Bool {
+        !inflight.isEmpty && now - lastProgress < 1
+    }
 
     /// Messages of the current walk produced so far, and acknowledged (its position), for `fieldlog share --walk`.
     var producedCount: Int { produced }
@@ -177,7 +191,8 @@ final class ShareEngine {
             finished = true
             return true
         }
-        guard now - lastWalkListing >= 1 else { return produced }
+        // A later walk is looked for every 5 s at most: a directory listing is the dearest part of a turn.
+        guard now - lastWalkListing >= 5 else { return produced }
         lastWalkListing = now
         let ids = (try? store.walkIDs()) ?? []
         guard let next = ids.first(where: { $0 > walk }) else { return produced }
@@ -223,6 +238,7 @@ final class ShareEngine {
         }
         defer { close(fd) }
         let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, offset) }
+        chunkWasFull = count == buffer.count
         guard count > 0 else { return [] }
         offset += off_t(count)
         var bytes = partial

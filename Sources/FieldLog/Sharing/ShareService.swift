@@ -130,7 +130,10 @@ public final class ShareService: Service, Sendable {
                 written = statuses
                 lastWrite = now
             }
-            try? await Task.sleep(nanoseconds: busy ? 20_000_000 : 250_000_000)
+            // Quick while messages come and go; once a second otherwise (the journal gains a shared fix every
+            // --share-every seconds at most), so that an idle or dead destination costs the recorder nothing.
+            let waitingForAcknowledgement = engines.contains { $0.isWaitingForAcknowledgement(now: now) }
+            try? await Task.sleep(nanoseconds: busy ? 20_000_000 : waitingForAcknowledgement ? 50_000_000 : 1_000_000_000)
         }
         for engine in engines { await engine.stop() }
         writeStatus(engines)
