@@ -194,10 +194,10 @@ static void *network_thread(void *argument) {
             }
             connected_socket = true;
         }
-        // A second at most: a publish from another thread wakes the loop at once (libmosquitto's socket pair),
-        // keepalive pings need no finer clock, and a stop is seen within it.
+        // Five seconds at most: a publish from another thread wakes the loop at once (libmosquitto's socket
+        // pair), as does cmqtt_stop, and keepalive pings need no finer clock. Fewer wake-ups for the recorder.
         errno = 0;
-        int code = mosquitto_loop(client->mosq, 1000, 1);
+        int code = mosquitto_loop(client->mosq, 5000, 1);
         int saved_errno = errno;
         if (code != MOSQ_ERR_SUCCESS) {
             connected_socket = false;
@@ -319,7 +319,9 @@ void cmqtt_stop(cmqtt_client *client) {
     client->stopping = true;
     pthread_cond_broadcast(&client->wake);
     pthread_mutex_unlock(&client->lock);
-    // The thread is never blocked for long: connections are non-blocking and each loop turn waits 1 s at most
+    // Queues a DISCONNECT, which wakes a loop waiting on the socket; a thread backing off wakes on the condition.
+    mosquitto_disconnect(client->mosq);
+    // The thread is never blocked for long: connections are non-blocking and a loop turn ends when woken
     // (a host name lookup is the exception).
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);

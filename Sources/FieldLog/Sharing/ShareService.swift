@@ -130,10 +130,12 @@ public final class ShareService: Service, Sendable {
                 written = statuses
                 lastWrite = now
             }
-            // Quick while messages come and go; once a second otherwise (the journal gains a shared fix every
-            // --share-every seconds at most), so that an idle or dead destination costs the recorder nothing.
+            // Quick while messages come and go; otherwise every quarter of --share-every, 2.5 s at most (a shared
+            // fix comes every --share-every seconds at most), so that an idle or dead destination costs the
+            // recorder next to nothing.
             let waitingForAcknowledgement = engines.contains { $0.isWaitingForAcknowledgement(now: now) }
-            try? await Task.sleep(nanoseconds: busy ? 20_000_000 : waitingForAcknowledgement ? 50_000_000 : 1_000_000_000)
+            let idle = min(2.5, settings.every / 4)
+            try? await Task.sleep(nanoseconds: busy ? 20_000_000 : waitingForAcknowledgement ? 50_000_000 : UInt64(idle * 1e9))
         }
         for engine in engines { await engine.stop() }
         writeStatus(engines)
