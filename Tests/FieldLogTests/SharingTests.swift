@@ -56,7 +56,13 @@ final class SharingTests {
              "--photo-retry-max", "1", "--http", "127.0.0.1:\(page)"] + shareArguments(broker),
             in: directory, environment: environment.merging(["FLICKR_API_KEY": FakeFlickr.apiKey]) { $1 })
         defer { recorder.reap() }
+        // Beside it, on the same gpsd, a recorder that does not share: sharing must not change what is recorded.
+        let plainState = directory + "/plain-state"
+        let plain = try Child(
+            Harness.fieldlog, ["run", "--once", "--gpsd", gpsd.address, "--state-dir", plainState], in: directory)
+        defer { plain.reap() }
         await gpsd.wait()
+        #expect(await plain.wait(timeout: 30).status == 0)
         let store = JournalStore(directory: state)
         // Every milestone's photo journaled, then every message out.
         let deadline = Date().addingTimeInterval(60)
@@ -148,7 +154,15 @@ final class SharingTests {
             #expect(!text.contains(MosquittoBroker.password), "\(name)")
         }
         #expect(!status.stdout.contains(MosquittoBroker.password))
-        // Healthy sharing journals nothing.
+        // The walk as recorded (fixes, milestones, segments, start and end) is the same with sharing as without,
+        // byte for byte; healthy sharing journals nothing.
+        func walkLines(_ directory: String) throws -> [String] {
+            try SharingHarness.journalWithoutEvents(state: directory).filter { line in
+                ["fix", "milestone", "segment", "walk_start", "walk_end"].contains { line.contains("\"type\":\"\($0)\"") }
+            }
+        }
+        #expect(try walkLines(state) == walkLines(plainState))
+        #expect(try walkLines(state).count > 350)
         #expect(!(try String(contentsOfFile: store.path(for: log.id), encoding: .utf8)).contains("share_"))
 
         // fieldlog share --walk: the stored walk again, to another topic, all of it; the journal untouched.
