@@ -123,7 +123,7 @@ final class HTTPTransport: ShareTransport, @unchecked Sendable {
                 let ceiling = min(settings.backoffMax, settings.backoffMin * Double(1 << min(attempt, 20)))
                 attempt += 1
                 let delay = max(0.05, Double.random(in: 0...ceiling))
-                try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+                try? await sleepOnEventLoop(for: .nanoseconds(UInt64(delay * 1e9)))
             case let .rejected(reason):
                 state.withLock { state in
                     state.connection = .rejected
@@ -170,7 +170,7 @@ final class HTTPTransport: ShareTransport, @unchecked Sendable {
                     }
                 }
                 group.addTask {
-                    try await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
+                    try await sleepOnEventLoop(for: .nanoseconds(UInt64(timeout * 1e9)))
                     return nil
                 }
                 let first = try await group.next() ?? nil

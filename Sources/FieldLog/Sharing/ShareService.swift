@@ -135,7 +135,7 @@ public final class ShareService: Service, Sendable {
             // recorder next to nothing.
             let waitingForAcknowledgement = engines.contains { $0.isWaitingForAcknowledgement(now: now) }
             let idle = min(2.5, settings.every / 4)
-            try? await Task.sleep(nanoseconds: busy ? 20_000_000 : waitingForAcknowledgement ? 50_000_000 : UInt64(idle * 1e9))
+            try? await sleepOnEventLoop(for: .nanoseconds(busy ? 20_000_000 : waitingForAcknowledgement ? 50_000_000 : UInt64(idle * 1e9)))
         }
         for engine in engines { await engine.stop() }
         writeStatus(engines)
@@ -175,7 +175,7 @@ public enum ShareOnce {
             if engine.finished && engine.isIdle { break }
             if engine.currentStatus.connection == .rejected { break }
             if ShareEngine.monotonic() - lastProgress > timeout { break }
-            try? await Task.sleep(nanoseconds: 20_000_000)
+            try? await sleepOnEventLoop(for: .nanoseconds(20_000_000))
         }
         let status = engine.currentStatus
         await engine.stop()
