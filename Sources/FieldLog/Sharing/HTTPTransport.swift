@@ -20,7 +20,7 @@ final class HTTPTransport: ShareTransport, @unchecked Sendable {
         var destination: ShareDestination
         var password: String?
         var caFile: String?
-        var timeout: Double = 30
+        var timeout: Double = 15
         var backoffMin = 1.0
         var backoffMax = 120.0
     }
