@@ -57,6 +57,18 @@ let package = Package(
             name: "CSandbox",
             cSettings: [.define("_GNU_SOURCE")]
         ),
+        // libmosquitto as pkg-config knows it (apt: libmosquitto-dev).
+        .systemLibrary(
+            name: "CLibMosquitto",
+            pkgConfig: "libmosquitto",
+            providers: [.apt(["libmosquitto-dev"])]
+        ),
+        // The only code that touches struct mosquitto: one client, its callbacks and its network thread.
+        .target(
+            name: "CMosquittoShim",
+            dependencies: ["CLibMosquitto"],
+            cSettings: [.define("_GNU_SOURCE")]
+        ),
         // The layers, lowest first; each depends only on those above it in this list, so the compiler keeps the
         // direction (README, Layout). The records a walk is made of and their one encoding: fixes, track
         // points, milestones, photos; the journal line codec and the byte writer every export uses.
@@ -109,6 +121,23 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        // The walk shared live with OwnTracks-compatible servers (MQTT, HTTP), the journal as its queue.
+        .target(
+            name: "Sharing",
+            dependencies: [
+                "WalkModel",
+                "SystemIO",
+                "WalkJournal",
+                "Photos",
+                "CMosquittoShim",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         // A walk as JSON, GPX, GeoJSON, one HTML page, and the lines `fieldlog tail` prints.
         .target(
             name: "Exports",
@@ -144,6 +173,8 @@ let package = Package(
                 "Recording",
                 "Thumbnailing",
                 "Photos",
+                "Sharing",
+                "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
                 "Exports",
                 "LivePage",
                 "CSandbox",
@@ -163,6 +194,8 @@ let package = Package(
                 "Recording",
                 "Thumbnailing",
                 "Photos",
+                "Sharing",
+                "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
                 "Exports",
                 "LivePage",
                 "CConcurrencyHook",
@@ -201,6 +234,10 @@ let package = Package(
             name: "FieldLogTestSupport",
             dependencies: [
                 "WalkModel",
+                "SystemIO",
+                "WalkJournal",
+                "Sharing",
+                "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -218,6 +255,8 @@ let package = Package(
                 "Recording",
                 "Thumbnailing",
                 "Photos",
+                "Sharing",
+                "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
                 "Exports",
                 "LivePage",
                 "FieldLogDaemon",
@@ -238,6 +277,8 @@ let package = Package(
                 "Recording",
                 "Thumbnailing",
                 "Photos",
+                "Sharing",
+                "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
                 "Exports",
                 "LivePage",
                 "FieldLogDaemon",

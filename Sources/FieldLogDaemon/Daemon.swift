@@ -5,6 +5,7 @@ import Logging
 import Photos
 import Recording
 import ServiceLifecycle
+import Sharing
 import Thumbnailing
 import WalkJournal
 
@@ -69,6 +70,25 @@ package struct Daemon {
             logger.notice("no photo source (--photo-sources, FLICKR_API_KEY, --photos-dir); milestones get no photos")
             services = [.init(service: recorderService, successTerminationBehavior: .gracefullyShutdownGroup)]
         }
+        let shareService: ShareService?
+        if settings.sharing.urls.isEmpty {
+            shareService = nil
+        } else {
+            let shareSettings: ShareService.Settings
+            do {
+                shareSettings = try settings.sharing.serviceSettings(
+                    cacheDirectory: settings.photos.cacheDirectory, environment: environment)
+            } catch {
+                throw DaemonError(error.message)
+            }
+            // Journaled into the current walk by the recorder, which owns the journal.
+            let recorder = recorder
+            let service = ShareService(settings: shareSettings, store: store, logger: logger) { kind, message in
+                recorder.note(kind, message: message)
+            }
+            services.append(.init(service: service, successTerminationBehavior: .ignore))
+            shareService = service
+        }
         if let http = settings.http {
             let activity = photoService?.activity
             let recorder = recorder
@@ -82,7 +102,8 @@ package struct Daemon {
                     return LiveStatus(
                         distance: summary.distance, milestones: summary.milestones, gpsd: gpsd.state,
                         lastFixWall: gpsd.lastFixWall, photos: activity?.current, storage: summary.storage?.reason,
-                        suspectFixes: summary.suspectFixes, rejectedFixes: summary.rejectedFixes)
+                        suspectFixes: summary.suspectFixes, rejectedFixes: summary.rejectedFixes,
+                        shares: shareService?.statuses.map { $0.line })
                 },
                 logger: logger)
             services.append(.init(service: web, successTerminationBehavior: .ignore))

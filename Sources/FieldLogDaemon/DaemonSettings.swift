@@ -15,11 +15,16 @@ package struct DaemonSettings: Sendable, Equatable {
     /// Where the live page listens; nil: no live page.
     package var http: HostAndPort?
     package var logLevel: Logger.Level = .info
+    package var sharing = ShareSettings()
 
     package init() {}
 
     /// Every setting with its value as fieldlog.conf writes it; nil for one that is not set.
-    package var entries: KeyValuePairs<String, String?> {
+    package var entries: [(key: String, value: String?)] {
+        Array(ownEntries) + Array(sharing.entries)
+    }
+
+    private var ownEntries: KeyValuePairs<String, String?> {
         [
             "gpsd": gpsd.description, "state-dir": stateDirectory, "every": "\(limits.milestoneEvery)",
             "gap": "\(limits.segmentGap)", "idle-gap": "\(limits.idleGap)", "max-eph": "\(limits.maxHorizontalError)",
@@ -54,6 +59,7 @@ package struct DaemonSettings: Sendable, Equatable {
             throw SettingsError(key: "min-step", "--min-step must be 0 or more metres")
         }
         try photos.validate()
+        try sharing.validate()
     }
 
     private func requirePositive(_ value: Double, _ key: String, unit: String) throws(SettingsError) {

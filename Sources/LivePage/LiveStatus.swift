@@ -17,10 +17,13 @@ public struct LiveStatus: Sendable, Equatable {
     /// Fixes not recorded this session: held for an implausible GPS time, or rejected (accuracy, a jump).
     public var suspectFixes: Int
     public var rejectedFixes: Int
+    /// The sharing destinations (`ShareStatus.line`), nil when the walk is not shared.
+    public var shares: [String]?
 
     public init(
         distance: Double, milestones: Int, gpsd: StatusFile.GPSDState, lastFixWall: Double?,
-        photos: PhotoActivity.State?, storage: String?, suspectFixes: Int = 0, rejectedFixes: Int = 0
+        photos: PhotoActivity.State?, storage: String?, suspectFixes: Int = 0, rejectedFixes: Int = 0,
+        shares: [String]? = nil
     ) {
         self.distance = distance
         self.milestones = milestones
@@ -30,6 +33,7 @@ public struct LiveStatus: Sendable, Equatable {
         self.storage = storage
         self.suspectFixes = suspectFixes
         self.rejectedFixes = rejectedFixes
+        self.shares = shares
     }
 
     /// What is worth telling at once; the rest (distance, the fix's age) waits for the periodic refresh.
@@ -38,6 +42,7 @@ public struct LiveStatus: Sendable, Equatable {
         copy.distance = 0
         copy.lastFixWall = nil
         copy.rejectedFixes = 0  // can grow every second with a poor sky: told with the periodic refresh
+        copy.shares = nil  // messages waiting change with every one sent: told with the periodic refresh
         return copy
     }
 
@@ -57,6 +62,7 @@ public struct LiveStatus: Sendable, Equatable {
         if let storage { parts.append("storage failing: \(storage)") }
         if suspectFixes > 0 { parts.append("\(Self.fixes(suspectFixes)) dropped for an implausible GPS time") }
         if rejectedFixes > 0 { parts.append("\(Self.fixes(rejectedFixes)) dropped as inaccurate or impossible") }
+        for share in shares ?? [] { parts.append("sharing: " + share) }
         return parts.joined(separator: " · ")
     }
 

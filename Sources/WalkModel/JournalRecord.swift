@@ -35,6 +35,10 @@ public struct JournalEvent: Sendable, Equatable {
         case timeSuspect = "time_suspect"
         /// A run of fixes agreeing on a new GPS time, accepted (see GPSTimeGuard).
         case timeJump = "time_jump"
+        /// A sharing destination refused the credentials (asking stopped), or could not be reached for a while:
+        /// one per episode, the destination's URL and the reason in `message`.
+        case shareRejected = "share_rejected"
+        case shareUnavailable = "share_unavailable"
         case error
     }
 

@@ -52,6 +52,8 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
 
     @OptionGroup var photos: PhotoOptions
 
+    @OptionGroup var sharing: ShareOptions
+
     @Option(
         help: ArgumentHelp(
             "Serve the live page of the walk on ADDRESS:PORT (off by default).",
@@ -85,6 +87,7 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
         settings.photos = photos.settings
         settings.http = http
         settings.logLevel = logLevel
+        settings.sharing = sharing.settings
         return settings
     }
 

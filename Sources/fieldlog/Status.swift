@@ -1,4 +1,5 @@
 import ArgumentParser
+import Sharing
 import FoundationEssentials
 import Glibc
 import Recording
@@ -78,6 +79,7 @@ struct Status: ParsableCommand, ConfiguredCommand {
         } else {
             add("storage    ok")
         }
+        lines += ShareStatusFile.lines(directory: directory, recorder: status.pid)
         return lines
     }
 }

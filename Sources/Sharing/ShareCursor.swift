@@ -1,0 +1,52 @@
+import FoundationEssentials
+import SystemIO
+
+/// A destination's durable position in the journals: every message of the walks before `walk`, and the first
+/// `acknowledged` messages of `walk` (in `ShareSelector`'s numbering), have been acknowledged by it.
+///
+/// Kept in `share-HASH.state` in the state directory, replaced whole (temp file, fsync, rename) after each
+/// acknowledgement (one write for all that a poll found): a crash or a power cut finds the old position or the
+/// new one, so what follows it is sent again (at most once more), and nothing before it.
+public struct ShareCursor: Codable, Sendable, Equatable {
+    public var url: String
+    public var device: String
+    /// nil: no walk existed when sharing was set up; every walk counts.
+    public var walk: String?
+    public var acknowledged: Int
+    /// GPS time (`tst`) and system-clock time of the last acknowledgement.
+    public var lastTst: Int?
+    public var lastWall: Double?
+
+    package enum CodingKeys: String, CodingKey {
+        case url, device, walk, acknowledged
+        case lastTst = "last_tst"
+        case lastWall = "last_wall"
+    }
+
+    package static let maxBytes = 64 << 10
+
+    public static func read(_ destination: ShareDestination, directory: String) -> ShareCursor? {
+        guard let bytes = try? FileIO.readRegular(destination.stateFileName, in: directory, maxBytes: maxBytes),
+            let cursor = try? JSONDecoder().decode(ShareCursor.self, from: Data(bytes)),
+            cursor.url == destination.url, cursor.acknowledged >= 0
+        else { return nil }
+        return cursor
+    }
+
+    package func write(_ destination: ShareDestination, directory: String) throws(FileIOError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard var bytes = try? Array(encoder.encode(self)) else { return }
+        bytes.append(UInt8(ascii: "\n"))
+        try FileIO.replace(directory + "/" + destination.stateFileName, with: bytes, durable: true)
+    }
+
+    package init(url: String, device: String, walk: String? = nil, acknowledged: Int, lastTst: Int? = nil, lastWall: Double? = nil) {
+        self.url = url
+        self.device = device
+        self.walk = walk
+        self.acknowledged = acknowledged
+        self.lastTst = lastTst
+        self.lastWall = lastWall
+    }
+}

@@ -1,0 +1,159 @@
+import Glibc
+
+/// Where a walk is published: an MQTT broker (OwnTracks over MQTT) or an OwnTracks HTTP endpoint (the
+/// Recorder's `/pub`, Traccar's OwnTracks port), parsed from `--share URL`.
+///
+///     mqtt://[USER@]HOST[:PORT][/TOPIC]     mqtts://…  (TLS, verified)
+///     https://[USER@]HOST[:PORT]/PATH       http://…   (loopback only)
+///
+/// A URL never holds a password: it comes from a credential file.
+public struct ShareDestination: Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Hashable {
+        case mqtt, http
+    }
+
+    public var kind: Kind
+    public var tls: Bool
+    public var host: String
+    public var port: Int
+    /// The OwnTracks user (MQTT login and topic, the Recorder's `u`).
+    public var user: String?
+    /// The OwnTracks device (topic, the Recorder's `d`).
+    public var device: String
+    /// MQTT: the base topic (`owntracks/USER/DEVICE` by default). HTTP: the path and query.
+    public var topic: String
+    public var path: String
+    /// The URL as given, without a password (there never is one): it names the destination in the status,
+    /// the log and the state file.
+    public let url: String
+
+    public static let defaultUser = "fieldlog"
+
+    public init(url: String, device: String) throws(ShareError) {
+        self.url = url
+        self.device = device
+        guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else {
+            throw ShareError("--share \(url): not a URL (mqtt://HOST/TOPIC, mqtts://…, https://HOST/pub)")
+        }
+        let schemeEnd = colon..<url.index(colon, offsetBy: 3)
+        let scheme = url[..<schemeEnd.lowerBound].lowercased()
+        switch scheme {
+        case "mqtt": (kind, tls, port) = (.mqtt, false, 1883)
+        case "mqtts": (kind, tls, port) = (.mqtt, true, 8883)
+        case "http": (kind, tls, port) = (.http, false, 80)
+        case "https": (kind, tls, port) = (.http, true, 443)
+        default: throw ShareError("--share \(url): the scheme must be mqtt, mqtts, https or http (loopback only)")
+        }
+        let rest = url[schemeEnd.upperBound...]
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        var authority = rest[..<slash]
+        let pathPart = String(rest[slash...])
+        if let at = authority.lastIndex(of: "@") {
+            let userInfo = authority[..<at]
+            guard !userInfo.contains(":") else {
+                throw ShareError("--share: a password never goes in the URL; put it in --share-password-file")
+            }
+            user = userInfo.isEmpty ? nil : Self.percentDecoded(userInfo)
+            authority = authority[authority.index(after: at)...]
+        }
+        // [v6::addr]:port or host:port
+        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
+            host = String(authority[authority.index(after: authority.startIndex)..<close])
+            let after = authority[authority.index(after: close)...]
+            if after.hasPrefix(":") {
+                guard let number = Int(after.dropFirst()), (1...65535).contains(number) else {
+                    throw ShareError("--share \(url): bad port")
+                }
+                port = number
+            }
+        } else if let colon = authority.lastIndex(of: ":") {
+            host = String(authority[..<colon])
+            guard let number = Int(authority[authority.index(after: colon)...]), (1...65535).contains(number) else {
+                throw ShareError("--share \(url): bad port")
+            }
+            port = number
+        } else {
+            host = String(authority)
+        }
+        guard !host.isEmpty else { throw ShareError("--share \(url): no host") }
+        switch kind {
+        case .mqtt:
+            let given = pathPart.drop { $0 == "/" }
+            let user = user ?? Self.defaultUser
+            topic = given.isEmpty ? "owntracks/\(user)/\(device)" : String(given)
+            guard !topic.contains("+"), !topic.contains("#"), !topic.contains("\0") else {
+                throw ShareError("--share \(url): a topic to publish to has no wildcards")
+            }
+            path = ""
+        case .http:
+            guard tls || Self.isLoopback(host) else {
+                throw ShareError("--share \(url): plain http only on loopback; use https")
+            }
+            path = pathPart.isEmpty ? "/pub" : pathPart
+            topic = "owntracks/\(user ?? Self.defaultUser)/\(device)"
+        }
+    }
+
+    public var description: String { url }
+
+    /// The file name of this destination's durable position in the state directory.
+    public var stateFileName: String {
+        // FNV-1a of the URL and device: stable across runs and versions, and no path characters.
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in (url + "\n" + device).utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        let hex = String(hash, radix: 16)
+        return "share-" + String(repeating: "0", count: 16 - hex.count) + hex + ".state"
+    }
+
+    package static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host.hasPrefix("127.") || host == "::1"
+    }
+
+    private static func percentDecoded(_ text: Substring) -> String {
+        var bytes: [UInt8] = []
+        var iterator = Array(text.utf8)[...]
+        while let byte = iterator.popFirst() {
+            if byte == UInt8(ascii: "%"), iterator.count >= 2,
+                let value = UInt8(String(decoding: iterator.prefix(2), as: UTF8.self), radix: 16)
+            {
+                bytes.append(value)
+                iterator = iterator.dropFirst(2)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The OwnTracks device name for this machine: its host name, lowercased, as topic-safe characters.
+    public static func defaultDevice() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "fieldlog" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return sanitizedDevice(name) ?? "fieldlog"
+    }
+
+    /// `name` as a topic level (letters, digits, `-`, `_`, `.`), or nil when nothing is left.
+    public static func sanitizedDevice(_ name: String) -> String? {
+        let kept = String(
+            name.lowercased().unicodeScalars.map { scalar -> Character in
+                scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "-_.".unicodeScalars.contains(scalar))
+                    ? Character(scalar) : "-"
+            })
+        return kept.isEmpty || kept.count > 64 ? nil : kept
+    }
+}
+
+/// What went wrong with sharing: said in words, never with a password in them.
+public struct ShareError: Error, CustomStringConvertible, Sendable {
+    public let message: String
+
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    public var description: String { message }
+}

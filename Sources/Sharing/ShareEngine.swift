@@ -1,0 +1,370 @@
+import FoundationEssentials
+import Glibc
+import Logging
+import Photos
+import SystemIO
+import WalkJournal
+import WalkModel
+
+/// Shares the walks of one state directory with one destination: reads the journals from the destination's
+/// durable position (`ShareCursor`), chooses what to send (`ShareSelector`), hands it to the transport oldest
+/// first at a bounded rate, and moves the position on as acknowledgements come. Reads the journals only: it
+/// never writes to them (events go through `onEvent`, to the recorder).
+package final class ShareEngine {
+    package struct Settings: Sendable {
+        package var every: Double
+        /// Messages a second at most, and the burst after a pause: a backlog goes out at this pace.
+        package var rate: Double
+        package var tid: String
+        package var cacheDirectory: String?
+        /// A destination unreachable this long is an episode worth a journal event.
+        package var unavailableAfter: Double = 60
+    }
+
+    package struct Message {
+        package var walk: String
+        /// 1-based number in the walk's sequence of messages.
+        package var number: Int
+        package var content: ShareSelector.Content
+        package var token: Int
+        package var acknowledged = false
+    }
+
+    /// Messages read ahead of the transport at most: a backlog of days stays in the journal, not in memory.
+    package static let readAhead = 2000
+    /// The largest thumbnail sent with a photo (base64 makes it a third larger).
+    package static let maxThumbnailBytes = 192 << 10
+
+    package let destination: ShareDestination
+    private let transport: any ShareTransport
+    private let store: JournalStore
+    private let settings: Settings
+    private let logger: Logger
+    private let onEvent: @Sendable (JournalEvent.Kind, String) -> Void
+    private let thumbnails: ThumbnailFiles?
+
+    private var cursor: ShareCursor
+    private var walk: String?
+    private var offset: off_t = 0
+    private var partial: [UInt8] = []
+    private var buffer = [UInt8](repeating: 0, count: 64 << 10)
+    private var chunkWasFull = false
+    private var selector: ShareSelector
+    private var produced = 0
+    /// Messages of `walk` already acknowledged when it was opened: produced again, not sent again.
+    private var skip = 0
+    private var pending: [Message] = []
+    private var pendingHead = 0
+    private var inflight: [Message] = []
+    private var nextToken = 1
+    private var tokens: Double
+    private var lastRefill: Double
+    private var lastWalkListing = 0.0
+    /// When a message last went out or was acknowledged (monotonic).
+    private var lastProgress = 0.0
+    private var status: ShareStatus
+    private var disconnectedSince: Double?
+    private var toldUnavailable = false
+    private var toldRejected = false
+    /// Stop after this walk (`fieldlog share --walk`).
+    private let onlyWalk: String?
+    package private(set) var finished = false
+
+    package init(
+        destination: ShareDestination, transport: any ShareTransport, store: JournalStore, settings: Settings,
+        logger: Logger, onlyWalk: String? = nil, onEvent: @escaping @Sendable (JournalEvent.Kind, String) -> Void
+    ) {
+        self.destination = destination
+        self.transport = transport
+        self.store = store
+        self.settings = settings
+        self.logger = logger
+        self.onEvent = onEvent
+        self.onlyWalk = onlyWalk
+        thumbnails = settings.cacheDirectory.map { ThumbnailFiles(directory: $0) }
+        selector = ShareSelector(every: settings.every)
+        tokens = Double(transport.window)
+        lastRefill = Self.monotonic()
+        if let onlyWalk {
+            cursor = ShareCursor(url: destination.url, device: destination.device, walk: onlyWalk, acknowledged: 0)
+        } else if let saved = ShareCursor.read(destination, directory: store.directory) {
+            cursor = saved
+        } else {
+            // Set up now: what the journals hold already is not sent (`fieldlog share --walk` sends it).
+            let latest = (try? store.walkIDs())?.last
+            cursor = ShareCursor(
+                url: destination.url, device: destination.device, walk: latest,
+                acknowledged: latest.map { Self.messageCount(walk: $0, store: store, every: settings.every) } ?? 0)
+            do {
+                try cursor.write(destination, directory: store.directory)
+            } catch {
+                logger.warning("sharing \(destination.url): cannot save its position: \(error)")
+            }
+        }
+        status = ShareStatus(
+            destination: destination.url, connection: .connecting, waiting: 0, lastTst: cursor.lastTst,
+            lastWall: cursor.lastWall, error: nil)
+        walk = cursor.walk
+        skip = cursor.acknowledged
+    }
+
+    package var currentStatus: ShareStatus { status }
+
+    /// How many messages a walk's journal gives so far (without what its end would still release).
+    package static func messageCount(walk: String, store: JournalStore, every: Double) -> Int {
+        guard let bytes = try? FileIO.readRegular(
+            JournalStore.prefix + walk + JournalStore.suffix, in: store.directory, maxBytes: JournalStore.maxJournalBytes)
+        else { return 0 }
+        var selector = ShareSelector(every: every)
+        var count = 0
+        forEachRecord(in: bytes[...]) { count += selector.feed($0).count }
+        return count
+    }
+
+    private static func forEachRecord(in bytes: ArraySlice<UInt8>, _ body: (JournalRecord) -> Void) {
+        bytes.withUnsafeBufferPointer { buffer in
+            var start = 0
+            while start < buffer.count {
+                let end = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) ?? buffer.count
+                if end > start, let record = JournalCodec.decode(UnsafeBufferPointer(rebasing: buffer[start..<end])) {
+                    body(record)
+                }
+                start = end + 1
+            }
+        }
+    }
+
+    /// One turn: read, send, take acknowledgements. Returns whether anything happened (the caller polls faster).
+    package func turn() -> Bool {
+        let now = Self.monotonic()
+        let queued = pending.count - pendingHead
+        chunkWasFull = false
+        // Reading counts as work when it found messages, or a full chunk (more is waiting): a fix that is not
+        // shared is no reason to come back sooner.
+        let read = readMore(now: now) && (pending.count - pendingHead != queued || chunkWasFull)
+        let sent = send(now: now)
+        let acknowledged = acknowledge()
+        if sent || acknowledged { lastProgress = now }
+        return read || sent || acknowledged
+    }
+
+    package var isIdle: Bool { pendingHead == pending.count && inflight.isEmpty }
+
+    /// Messages are out and the last went out or was acknowledged within a second: an answer is due any moment.
+    /// A destination that does not answer is then polled once a second, like an idle one.
+    package func isWaitingForAcknowledgement(now: Double) -> Bool {
+        !inflight.isEmpty && now - lastProgress < 1
+    }
+
+    /// Messages of the current walk produced so far, and acknowledged (its position), for `fieldlog share --walk`.
+    package var producedCount: Int { produced }
+    package var acknowledgedCount: Int { cursor.walk == walk ? cursor.acknowledged : 0 }
+
+    package func stop() async {
+        await transport.stop()
+    }
+
+    // MARK: Reading
+
+    private func readMore(now: Double) -> Bool {
+        guard pending.count - pendingHead < Self.readAhead, !finished else { return false }
+        if walk == nil {
+            guard now - lastWalkListing >= 1 else { return false }
+            lastWalkListing = now
+            guard let first = (try? store.walkIDs())?.first else { return false }
+            open(first, skipping: 0)
+        }
+        guard let walk else { return false }
+        let lines = readLines(of: walk)
+        var produced = false
+        for line in lines {
+            produced = true
+            guard let record = line.withUnsafeBufferPointer({ JournalCodec.decode($0) }) else { continue }
+            enqueue(selector.feed(record), walk: walk)
+        }
+        if !lines.isEmpty { return true }
+        // At the end of what is written: the walk goes on, or it is over (ended, or a later walk began).
+        if onlyWalk != nil {
+            if !selector.ended { enqueue(selector.finish(), walk: walk) }
+            finished = true
+            return true
+        }
+        // A later walk is looked for every 5 s at most: a directory listing is the dearest part of a turn.
+        guard now - lastWalkListing >= 5 else { return produced }
+        lastWalkListing = now
+        let ids = (try? store.walkIDs()) ?? []
+        guard let next = ids.first(where: { $0 > walk }) else { return produced }
+        // Read what the recorder appended since, then close this walk as its end would.
+        for line in readLines(of: walk) {
+            if let record = line.withUnsafeBufferPointer({ JournalCodec.decode($0) }) {
+                enqueue(selector.feed(record), walk: walk)
+            }
+        }
+        if !selector.ended { enqueue(selector.finish(), walk: walk) }
+        open(next, skipping: 0)
+        return true
+    }
+
+    private func open(_ id: String, skipping: Int) {
+        walk = id
+        offset = 0
+        partial = []
+        selector = ShareSelector(every: settings.every)
+        produced = 0
+        skip = skipping
+    }
+
+    private func enqueue(_ contents: [ShareSelector.Content], walk: String) {
+        for content in contents {
+            produced += 1
+            guard produced > skip else { continue }
+            pending.append(Message(walk: walk, number: produced, content: content, token: nextToken))
+            nextToken += 1
+        }
+    }
+
+    /// Complete lines appended since the last read, a bounded chunk at a time.
+    private func readLines(of walk: String) -> [[UInt8]] {
+        let fd: Int32
+        do {
+            fd = try FileIO.openRegular(
+                JournalStore.prefix + walk + JournalStore.suffix, in: store.directory,
+                maxBytes: JournalStore.maxJournalBytes
+            ).descriptor
+        } catch {
+            return []
+        }
+        defer { close(fd) }
+        let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, offset) }
+        chunkWasFull = count == buffer.count
+        guard count > 0 else { return [] }
+        offset += off_t(count)
+        var bytes = partial
+        bytes += buffer[0..<count]
+        guard let lastNewline = bytes.lastIndex(of: UInt8(ascii: "\n")) else {
+            partial = bytes
+            return []
+        }
+        partial = Array(bytes[(lastNewline + 1)...])
+        return bytes[..<lastNewline].split(separator: UInt8(ascii: "\n")).map(Array.init)
+    }
+
+    // MARK: Sending
+
+    private func send(now: Double) -> Bool {
+        tokens = min(Double(transport.window), tokens + (now - lastRefill) * settings.rate)
+        lastRefill = now
+        var sent = false
+        while inflight.count < transport.window, pendingHead < pending.count, tokens >= 1 {
+            let message = pending[pendingHead]
+            let payload = encode(message)
+            switch transport.submit(payload, token: message.token) {
+            case .accepted:
+                inflight.append(message)
+            case .refused:
+                logger.warning("sharing \(destination.url): message \(message.number) of walk \(message.walk) is too large for it; skipped")
+                var skipped = message
+                skipped.acknowledged = true
+                inflight.append(skipped)
+            case .later:
+                return sent
+            }
+            pendingHead += 1
+            tokens -= 1
+            sent = true
+        }
+        if pendingHead > 4096 {
+            pending.removeFirst(pendingHead)
+            pendingHead = 0
+        }
+        return sent
+    }
+
+    private func encode(_ message: Message) -> [UInt8] {
+        var thumbnail: [UInt8]?
+        if case let .photo(_, _, key) = message.content, let bytes = thumbnails?.read(key),
+            bytes.count <= Self.maxThumbnailBytes
+        {
+            thumbnail = bytes
+        }
+        let options = OwnTracksMessage.Options(
+            tid: settings.tid, topic: destination.kind == .http ? destination.topic : nil, walk: message.walk)
+        return OwnTracksMessage.encode(message.content, options: options, thumbnail: thumbnail)
+    }
+
+    // MARK: Acknowledgements
+
+    private func acknowledge() -> Bool {
+        let poll = transport.poll()
+        let acknowledged = Set(poll.acknowledged)
+        if !acknowledged.isEmpty {
+            for index in inflight.indices where acknowledged.contains(inflight[index].token) {
+                inflight[index].acknowledged = true
+            }
+        }
+        // The position moves over what is acknowledged without a gap (QoS 1 acknowledgements may overtake).
+        var last: Message?
+        while let first = inflight.first, first.acknowledged {
+            last = inflight.removeFirst()
+        }
+        if let last {
+            cursor.walk = last.walk
+            cursor.acknowledged = last.number
+            cursor.lastTst = Int(last.content.time.rounded(.down))
+            cursor.lastWall = Date().timeIntervalSince1970
+            if onlyWalk == nil {
+                do {
+                    try cursor.write(destination, directory: store.directory)
+                } catch {
+                    logger.warning("sharing \(destination.url): cannot save its position: \(error)")
+                }
+            }
+        }
+        noteConnection(poll)
+        status.waiting = pending.count - pendingHead + inflight.count
+        status.lastTst = cursor.lastTst
+        status.lastWall = cursor.lastWall
+        return last != nil
+    }
+
+    private func noteConnection(_ poll: ShareTransportPoll) {
+        let now = Self.monotonic()
+        let previous = status.connection
+        status.connection = poll.connection
+        status.error = poll.error
+        switch poll.connection {
+        case .connected:
+            if toldUnavailable {
+                logger.notice("sharing \(destination.url): reachable again; \(pending.count - pendingHead + inflight.count) messages waiting")
+            } else if previous != .connected {
+                logger.info("sharing \(destination.url): connected")
+            }
+            disconnectedSince = nil
+            toldUnavailable = false
+        case .rejected:
+            guard !toldRejected else { return }
+            toldRejected = true
+            let reason = poll.error ?? "credentials refused"
+            logger.error("sharing \(destination.url): \(reason); not asking again until fieldlog restarts (check --share-password-file)")
+            onEvent(.shareRejected, "\(destination.url): \(reason)")
+        case .connecting, .disconnected:
+            if previous == .connected {
+                logger.info("sharing \(destination.url): disconnected (\(poll.error ?? "connection lost")); the journal keeps what is waiting")
+            }
+            let since = disconnectedSince ?? now
+            disconnectedSince = since
+            if !toldUnavailable, now - since >= settings.unavailableAfter {
+                toldUnavailable = true
+                let reason = poll.error ?? "no connection"
+                logger.warning("sharing \(destination.url): unreachable for \(Int(now - since)) s: \(reason); retrying")
+                onEvent(.shareUnavailable, "\(destination.url): \(reason)")
+            }
+        }
+    }
+
+    package static func monotonic() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+}

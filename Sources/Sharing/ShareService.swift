@@ -1,0 +1,183 @@
+import FoundationEssentials
+import Logging
+import ServiceLifecycle
+import Synchronization
+import SystemIO
+import WalkJournal
+import WalkModel
+
+/// Publishes the walks of a state directory, live, to OwnTracks servers (`--share`): one engine per destination,
+/// each independent. The journal is the queue: a destination's position is kept durably and everything after it
+/// is sent, oldest first, at a bounded rate. Nothing here can stop or slow the recorder: the engines only read the
+/// journals, and their network work runs on libmosquitto's thread or AsyncHTTPClient's event loop.
+public final class ShareService: Service, Sendable {
+    public struct Settings: Sendable {
+        public var destinations: [ShareDestination]
+        /// The password for every destination (`--share-password-file`), nil for none.
+        public var password: String?
+        public var caFile: String?
+        public var tid: String
+        /// Seconds of GPS time between shared fixes at most (`--share-every`).
+        public var every: Double
+        /// Messages a second at most per destination, also after an outage (`--share-rate`).
+        public var rate: Double
+        public var cacheDirectory: String?
+        public var keepalive = 60
+        public var backoffMax = 120.0
+        public var unavailableAfter = 60.0
+
+        public init(
+            destinations: [ShareDestination], password: String?, caFile: String?, tid: String, every: Double,
+            rate: Double, cacheDirectory: String?
+        ) {
+            self.destinations = destinations
+            self.password = password
+            self.caFile = caFile
+            self.tid = tid
+            self.every = every
+            self.rate = rate
+            self.cacheDirectory = cacheDirectory
+        }
+    }
+
+    private let settings: Settings
+    private let store: JournalStore
+    private let logger: Logger
+    private let onEvent: @Sendable (JournalEvent.Kind, String) -> Void
+    private let current = Mutex<[ShareStatus]>([])
+
+    /// `onEvent` journals what the destinations' owners should hear of (through the recorder, which owns the journal).
+    public init(
+        settings: Settings, store: JournalStore, logger: Logger,
+        onEvent: @escaping @Sendable (JournalEvent.Kind, String) -> Void
+    ) {
+        self.settings = settings
+        self.store = store
+        self.logger = logger
+        self.onEvent = onEvent
+        current.withLock { statuses in
+            statuses = settings.destinations.map {
+                ShareStatus(destination: $0.url, connection: .connecting, waiting: 0, lastTst: nil, lastWall: nil, error: nil)
+            }
+        }
+    }
+
+    /// Each destination as of now, for the live page.
+    public var statuses: [ShareStatus] {
+        current.withLock { $0 }
+    }
+
+    public func run() async throws {
+        // Shutdown cancels the loop; what is not acknowledged by then stays in the journal for the next run.
+        await cancelWhenGracefulShutdown {
+            await self.serve()
+        }
+    }
+
+    private func makeEngines() -> [ShareEngine] {
+        var engines: [ShareEngine] = []
+        for destination in settings.destinations {
+            do {
+                let transport = try Self.transport(for: destination, settings: settings)
+                engines.append(
+                    ShareEngine(
+                        destination: destination, transport: transport, store: store,
+                        settings: .init(
+                            every: settings.every, rate: settings.rate, tid: settings.tid,
+                            cacheDirectory: settings.cacheDirectory, unavailableAfter: settings.unavailableAfter),
+                        logger: logger, onEvent: onEvent))
+                logger.info("sharing the walk with \(destination.url) (topic \(destination.topic))")
+            } catch {
+                // A destination that cannot be set up is told of; the others and the walk go on.
+                logger.error("sharing: \(error)")
+            }
+        }
+        return engines
+    }
+
+    package static func transport(for destination: ShareDestination, settings: Settings) throws(ShareError) -> any ShareTransport {
+        switch destination.kind {
+        case .mqtt:
+            return try MQTTTransport(
+                .init(
+                    destination: destination, password: settings.password, caFile: settings.caFile, tid: settings.tid,
+                    keepalive: settings.keepalive, backoffMax: settings.backoffMax))
+        case .http:
+            return try HTTPTransport(
+                .init(destination: destination, password: settings.password, caFile: settings.caFile, backoffMax: settings.backoffMax))
+        }
+    }
+
+    private func serve() async {
+        let engines = makeEngines()
+        var written: [ShareStatus]?
+        var lastWrite = 0.0
+        while !Task.isCancelled {
+            var busy = false
+            for engine in engines {
+                busy = engine.turn() || busy
+            }
+            let statuses = engines.map(\.currentStatus)
+            current.withLock { $0 = statuses }
+            let now = ShareEngine.monotonic()
+            // At once when a connection changes, else at most every 2 s while messages come and go.
+            let changed = written.map { old in
+                old.count != statuses.count || zip(old, statuses).contains { $0.connection != $1.connection }
+            } ?? true
+            if changed || (written != statuses && now - lastWrite >= 2) {
+                ShareStatusFile.write(statuses, directory: store.directory)
+                written = statuses
+                lastWrite = now
+            }
+            // Quick while messages come and go; otherwise every quarter of --share-every, 2.5 s at most (a shared
+            // fix comes every --share-every seconds at most), so that an idle or dead destination costs the
+            // recorder next to nothing.
+            let waitingForAcknowledgement = engines.contains { $0.isWaitingForAcknowledgement(now: now) }
+            let idle = min(2.5, settings.every / 4)
+            try? await sleepOnEventLoop(for: .nanoseconds(busy ? 20_000_000 : waitingForAcknowledgement ? 50_000_000 : UInt64(idle * 1e9)))
+        }
+        for engine in engines { await engine.stop() }
+        writeStatus(engines)
+    }
+
+    /// The last word of a recorder that stops: nothing is connected any more.
+    private func writeStatus(_ engines: [ShareEngine]) {
+        var statuses = engines.map(\.currentStatus)
+        for index in statuses.indices { statuses[index].connection = .disconnected }
+        ShareStatusFile.write(statuses, directory: store.directory)
+    }
+}
+
+/// `fieldlog share --walk ID`: a stored walk sent once to a destination, for a trip recorded offline.
+public enum ShareOnce {
+    public struct Outcome: Sendable {
+        public var sent: Int
+        public var acknowledged: Int
+        public var status: ShareStatus
+    }
+
+    /// Sends every message of walk `id` and waits for their acknowledgements, at most `timeout` seconds without progress.
+    public static func send(
+        walk id: String, to destination: ShareDestination, settings: ShareService.Settings, store: JournalStore,
+        logger: Logger, timeout: Double = 60
+    ) async throws(ShareError) -> Outcome {
+        let transport = try ShareService.transport(for: destination, settings: settings)
+        let engine = ShareEngine(
+            destination: destination, transport: transport, store: store,
+            settings: .init(every: settings.every, rate: settings.rate, tid: settings.tid, cacheDirectory: settings.cacheDirectory),
+            logger: logger, onlyWalk: id, onEvent: { _, _ in })
+        var lastProgress = ShareEngine.monotonic()
+        var acknowledged = 0
+        while !Task.isCancelled {
+            if engine.turn() { lastProgress = ShareEngine.monotonic() }
+            acknowledged = engine.acknowledgedCount
+            if engine.finished && engine.isIdle { break }
+            if engine.currentStatus.connection == .rejected { break }
+            if ShareEngine.monotonic() - lastProgress > timeout { break }
+            try? await sleepOnEventLoop(for: .nanoseconds(20_000_000))
+        }
+        let status = engine.currentStatus
+        await engine.stop()
+        return Outcome(sent: engine.producedCount, acknowledged: acknowledged, status: status)
+    }
+}

@@ -1,0 +1,75 @@
+import WalkModel
+import FoundationEssentials
+import Glibc
+import SystemIO
+
+/// One destination as `fieldlog status` and the live page show it.
+public struct ShareStatus: Codable, Sendable, Equatable {
+    public var destination: String
+    public var connection: ShareConnection
+    /// Messages chosen from the journal and not yet acknowledged (read ahead at most `ShareEngine.readAhead`).
+    public var waiting: Int
+    /// GPS time (`tst`) and system-clock time of the last acknowledgement, this run or before.
+    public var lastTst: Int?
+    public var lastWall: Double?
+    /// The latest failure in words (never a password).
+    public var error: String?
+
+    package enum CodingKeys: String, CodingKey {
+        case destination, connection, waiting, error
+        case lastTst = "last_tst"
+        case lastWall = "last_wall"
+    }
+
+    /// "mqtts://broker/… connected, 0 waiting, last acknowledged 12:01:07Z".
+    public var line: String {
+        var text = "\(destination) \(connection.rawValue), \(waiting) waiting"
+        if let lastTst { text += ", last acknowledged \(Timestamp.format(Double(lastTst)))" }
+        if let error, connection != .connected { text += " (\(error))" }
+        return text
+    }
+}
+
+/// `share-status.json` in the state directory: the sharing destinations of the running recorder. Replaced
+/// whole (not synced: it describes the present) when something changes, at most every second or so.
+public enum ShareStatusFile {
+    public static let fileName = "share-status.json"
+
+    public struct Contents: Codable, Sendable {
+        public var pid: Int32
+        public var destinations: [ShareStatus]
+    }
+
+    public static func read(directory: String) -> Contents? {
+        guard let bytes = try? FileIO.readRegular(fileName, in: directory, maxBytes: 256 << 10) else { return nil }
+        return try? JSONDecoder().decode(Contents.self, from: Data(bytes))
+    }
+
+    package static func write(_ destinations: [ShareStatus], directory: String) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard var bytes = try? Array(encoder.encode(Contents(pid: getpid(), destinations: destinations))) else { return }
+        bytes.append(UInt8(ascii: "\n"))
+        // Best effort: status never stops the sharing, nor the recorder.
+        try? FileIO.replace(directory + "/" + fileName, with: bytes, durable: false)
+    }
+}
+
+extension ShareStatusFile {
+    /// `fieldlog status`'s lines for the destinations of the recorder `pid`, each with its newline.
+    public static func lines(directory: String, recorder pid: Int32) -> [String] {
+        guard let contents = read(directory: directory), contents.pid == pid else { return [] }
+        let now = Date().timeIntervalSince1970
+        return contents.destinations.map { share in
+            var line = "share      \(share.destination): \(share.connection.rawValue), \(share.waiting) waiting"
+            if let tst = share.lastTst {
+                line += ", last acknowledged fix time \(Timestamp.format(Double(tst)))"
+                if let wall = share.lastWall { line += " (\(Int(max(0, now - wall))) s ago)" }
+            } else {
+                line += ", nothing acknowledged yet"
+            }
+            if let error = share.error, share.connection != .connected { line += ": \(error)" }
+            return line + "\n"
+        }
+    }
+}

@@ -1,0 +1,32 @@
+/// The connection to one destination, as the sharing engine sees it.
+public enum ShareConnection: String, Sendable, Codable {
+    case connecting, connected, disconnected
+    /// The destination refused the credentials: fieldlog stopped asking until it is restarted.
+    case rejected
+}
+
+/// What a transport has to tell since the last poll.
+package struct ShareTransportPoll: Sendable {
+    package var acknowledged: [Int] = []
+    package var connection: ShareConnection
+    /// The latest failure in words (never with a password), nil while all is well.
+    package var error: String?
+}
+
+package enum ShareSubmission: Sendable {
+    /// The transport holds the message and delivers it, resending as needed, until it is acknowledged.
+    case accepted
+    /// It can never be delivered (too large for the destination): skipped.
+    case refused
+    /// Not taken now (no memory, a rejected destination): offered again later.
+    case later
+}
+
+/// A protocol client that delivers messages in order, at least once, and tells which were acknowledged.
+package protocol ShareTransport: AnyObject, Sendable {
+    /// Messages awaiting acknowledgement at most.
+    var window: Int { get }
+    func submit(_ payload: [UInt8], token: Int) -> ShareSubmission
+    func poll() -> ShareTransportPoll
+    func stop() async
+}
