@@ -222,7 +222,7 @@ def main():
             "its course is noise when standing. A receiver with no speed sends empty RMC speed and course: gpsd "
             "then derives a speed from positions and sends no track.",
             "- Every row is one replay through gpsfake into gpsd 3.22, read once by `fieldlog run --once` and once "
-            "by gpxlogger. *previous method*: fieldlog before issue 14 (count the step from the last counted point "
+            "by gpxlogger. *previous method*: fieldlog's earlier method (count the step from the last counted point "
             "once it is more than max(5 m, eph) away), applied by this script to the fixes fieldlog journaled; "
             "checked against the binary of 1345a06 on two of these captures (1568.39 m against 1568 m; 2004.25 m "
             "against 2002 m: the journal's rounding). *all fixes*: the length of gpxlogger's GPX track, what a GPS "
@@ -244,7 +244,7 @@ def main():
     curvy = [row for row in generated if row[0].startswith("no speed") and row[1] == "curvy"]
     curvy_error = max(abs(row[3]["distance"] - row[2]) / row[2] * 100 for row in curvy)
     met = abs(worst_error) < 3 and standing <= 10 and milestones_ok and curvy_error < 6
-    text += ["", f"Goals (issue 14): every generated shape within 3 % (worst here: {worst[1]}, {worst_error:+.2f} %), "
+    text += ["", f"Goals: every generated shape within 3 % (worst here: {worst[1]}, {worst_error:+.2f} %), "
              f"10 minutes standing adds at most 10 m (here: {standing:.1f} m), milestones within one of walked / "
              f"every + 1 ({'all' if milestones_ok else 'not all'}), a receiver without speed within 6 % on the curvy "
              f"path (here: {curvy_error:.1f} %): **{'met' if met else 'not met'}**."]

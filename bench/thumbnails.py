@@ -421,7 +421,7 @@ def report(args, tools, results, quality, info, files):
         qp = [v for v, _ in quality.get("pillow", {}).values()]
         delta = statistics.median(qf) - statistics.median(qp) if qf and qp else float("nan")
         met = cpu_ratio <= 0.6 and delta >= -1
-        add(f"Target (issue 5): fieldlog's total CPU at most 0.6x Pillow's, median PSNR within 1 dB of Pillow's or "
+        add(f"Target: fieldlog's total CPU at most 0.6x Pillow's, median PSNR within 1 dB of Pillow's or "
             f"better. Here: {cpu_ratio:.2f}x Pillow's CPU, median PSNR {delta:+.2f} dB against Pillow's: "
             f"**{'met' if met else 'not met'}**.")
         add("")

@@ -313,7 +313,7 @@ def daemon_section(binary, capture, work, reps, jpeg):
     cpu = max(r["cpu"] / r["walked_hours"] for r in fieldlog_runs)
     met = peak < 30 and growth < 1 and cpu < 1
     text.append("")
-    text.append(f"Target (issue 5): resident memory under 30 MB and flat (under 1 MB of growth after the first hour), "
+    text.append(f"Target: resident memory under 30 MB and flat (under 1 MB of growth after the first hour), "
                 f"CPU under 1 s per walked hour. Here, the worst of all {len(fieldlog_runs)} fieldlog runs: peak "
                 f"{peak:.1f} MB, growth {growth:.2f} MB, {cpu:.3f} CPU s per walked hour (thumbnails included): "
                 f"**{'met' if met else 'not met'}**. At a real 1 Hz, see the paced run below.")
@@ -464,15 +464,15 @@ def paced_section(binary, work, minutes, jpeg):
     per_photo_ms = worker_cpu_ms(binary, jpeg)
     without_thumbnails = steady["photos"] - photos * per_photo_ms / 1000 / hours
     worst = max(without_thumbnails, steady["plain"])
-    text += ["", f"Target (issue 5): under 1 CPU s per walked hour, thumbnail decoding excluded. Decoding the photo "
+    text += ["", f"Target: under 1 CPU s per walked hour, thumbnail decoding excluded. Decoding the photo "
              f"the fake Flickr serves takes {decode_ms:.1f} ms CPU (`fieldlog thumbnail --timings`, median of 20); "
-             f"`fieldlog run` does it in a child process started for each photo (`fieldlog photo-worker`, issue 13), "
+             f"`fieldlog run` does it in a child process started for each photo (`fieldlog photo-worker`), "
              f"which costs {per_photo_ms:.1f} ms CPU with its start (median of 20, wait4). So the photo run's {photos} "
              f"thumbnails took about {photos * per_photo_ms / 1000:.2f} s; after start-up that leaves "
              f"{without_thumbnails:.2f} s per walked hour with photos and {steady['plain']:.2f} s without: "
              f"**{'met' if worst < 1 else 'not met'}**."]
     ratio = steady["plain"] / max(1e-9, steady["gpxlogger"])
-    text += ["", f"Targets (issue 16), photos aside: CPU per walked hour at 1 Hz after start-up at most 1.5× "
+    text += ["", f"Targets (lean binary), photos aside: CPU per walked hour at 1 Hz after start-up at most 1.5× "
              f"gpxlogger's: {ratio:.2f}× (the run without photos; with photos, thumbnails excluded: "
              f"{without_thumbnails / max(1e-9, steady['gpxlogger']):.2f}×), "
              f"**{'met' if ratio <= 1.5 else 'not met'}**"
@@ -644,7 +644,7 @@ def export_section(binary, journal, work, reps):
     slowest = max(max(statistics.median(r["wall"]), statistics.median(r["cpu"])) for r in ours)
     ratio = min(statistics.median(babel["wall"]) / statistics.median(r["wall"]) for r in ours)
     met = slowest < 0.5 and ratio >= 3
-    text += ["", f"Target (issue 5): a {points / 3600:.0f}-hour walk exported in under 0.5 s, at least 3× faster than "
+    text += ["", f"Target: a {points / 3600:.0f}-hour walk exported in under 0.5 s, at least 3× faster than "
              f"gpsbabel on the same track. Here the slowest fieldlog export takes {slowest:.3f} s (the larger of its "
              f"wall and CPU medians) and is {ratio:.1f}× faster than gpsbabel → geojson (wall): "
              f"**{'met' if met else 'not met'}**."]
@@ -747,7 +747,7 @@ def startup_section(binary, work, reps, deb=None):
     if deb:
         deb_mb = Path(deb).stat().st_size / 1e6
         targets.append(f".deb at most 8 MB: {deb_mb:.1f} MB, **{'met' if deb_mb <= 8 else 'not met'}**")
-    text += ["", "Targets (issue 16): " + "; ".join(targets) + "."]
+    text += ["", "Targets (lean binary): " + "; ".join(targets) + "."]
     return "\n".join(text) + "\n"
 
 

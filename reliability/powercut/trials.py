@@ -19,7 +19,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 PY = "/usr/bin/python3"
 VARIANTS = ["drop", "torn", "zero"]
-PROMISE_S = 6.0  # README, Durability: the last ~5 s of fixes, at most ~6 s
+PROMISE_S = 6.0  # docs/reliability-design.md, Durability: the last ~5 s of fixes, at most ~6 s
 
 
 def load(name, path):
