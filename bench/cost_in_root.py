@@ -23,7 +23,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
-from fieldlog_tools import free_port  # noqa: E402
+from fieldlog_tools import free_port, photo_sources  # noqa: E402
 
 
 def callgrind(argv, log, timeout):
@@ -63,7 +63,7 @@ def replay(fieldlog, walk, work, cycle, under_callgrind=False, sample=False):
     state, port = f"{work}/state", free_port()
     subprocess.run(["rm", "-rf", state, f"{work}/cache"])
     argv = [fieldlog, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", state,
-            "--cache-dir", f"{work}/cache"]
+            "--cache-dir", f"{work}/cache", *photo_sources(fieldlog, "none")]
     # The recorder first (it retries gpsd), then gpsfake, which waits for a client before it replays: the whole
     # walk reaches the recorder however slowly it starts under valgrind.
     if under_callgrind:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tools")]
-from fieldlog_tools import start_gpsfake, stop  # noqa: E402
+from fieldlog_tools import photo_sources, start_gpsfake, stop  # noqa: E402
 from walkbench import wait_rusage  # noqa: E402
 
 ROOT = HERE.parent
@@ -106,9 +106,10 @@ def replay_into_fieldlog(binary, capture, work, cycle, state):
     clock: on a busy machine a short capture can be over before fieldlog connects, and `--once` then waits
     for a gpsd that will not come back."""
     shutil.rmtree(state, ignore_errors=True)
+    no_photos = photo_sources(binary, "none")
     gpsfake, port = start_gpsfake(capture, cycle, log=work / "gpsfake.log")
     proc = subprocess.Popen([str(binary), "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", str(state),
-                             "--cache-dir", str(work / "cache")],
+                             "--cache-dir", str(work / "cache"), *no_photos],
                             env={"FIELDLOG_CONFIG": "/dev/null", "PATH": "/usr/bin:/bin"},
                             stderr=open(work / "fieldlog.log", "wb"))
     gone = None

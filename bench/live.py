@@ -25,7 +25,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tools")]
-from fieldlog_tools import free_port, start_gpsfake, stop  # noqa: E402
+from fieldlog_tools import free_port, photo_sources, start_gpsfake, stop  # noqa: E402
 from walkbench import cpu_seconds, last_fix_time, machine, memory_kb, parse_time, wait_rusage, wakeups  # noqa: E402
 
 
@@ -97,6 +97,7 @@ def main():
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
     load = os.getloadavg()[0]
+    no_photos = photo_sources(binary, "none")
     gpsfake, gpsd_port = start_gpsfake(capture, 0.5, log=args.work / "gpsfake.log")
     ports = {name: free_port() for name in ("idle", "pages", "wrk")}
     runs = {"plain": [], "idle": ["--http", f"127.0.0.1:{ports['idle']}"],
@@ -105,7 +106,8 @@ def main():
     for name, extra in runs.items():
         states[name] = run_dir / name / "state"
         procs[name] = subprocess.Popen(
-            [binary, "run", "--once", "--gpsd", f"127.0.0.1:{gpsd_port}", "--state-dir", str(states[name]), *extra],
+            [binary, "run", "--once", "--gpsd", f"127.0.0.1:{gpsd_port}", "--state-dir", str(states[name]), *extra,
+             *no_photos],
             env=dict(os.environ, FIELDLOG_CONFIG="/dev/null", FLICKR_API_KEY=""),
             stderr=open(run_dir / f"{name}.log", "wb"))
     procs["gpxlogger"] = subprocess.Popen(["gpxlogger", "-e", "sockets", "-f", str(run_dir / "gpxlogger.gpx"),

@@ -30,7 +30,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tools")]
 import walkbench  # noqa: E402
-from fieldlog_tools import start_gpsfake, stop  # noqa: E402
+from fieldlog_tools import photo_sources, start_gpsfake, stop  # noqa: E402
 from fake_flickr import API_KEY, FakeFlickr  # noqa: E402
 
 
@@ -51,6 +51,8 @@ def main():
     runs = [(b, p) for b in binaries for p in ((False, True) if args.both else (args.photos,))]
     flickr = FakeFlickr(HERE.parent / "demo/photos/Bridge_by_Sander_Klootwijk.jpg") if args.photos or args.both else None
     photo_args = ["--flickr-endpoint", flickr.endpoint, "--flickr-rate", "100000000"] if flickr else []
+    # Each build's photo source as before Commons (an older build cannot be given --photo-sources).
+    sources = [photo_sources(binary, "flickr" if with_photos else "none") for binary, with_photos in runs]
     gpsfake, port = start_gpsfake(capture, 0.5, log=work / "gpsfake.log")
     gpxlogger_path = shutil.which("gpxlogger")
     journals, processes = [], []
@@ -67,7 +69,7 @@ def main():
             journals.append(state / "state")
             processes.append(subprocess.Popen(
                 [binary, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", str(state / "state"),
-                 "--cache-dir", str(state / "cache"), *(photo_args if with_photos else [])],
+                 "--cache-dir", str(state / "cache"), *(photo_args if with_photos else []), *sources[index]],
                 env=dict(os.environ, FIELDLOG_CONFIG="/dev/null", FLICKR_API_KEY=API_KEY if with_photos else ""),
                 stderr=subprocess.DEVNULL))
         gpxlogger = subprocess.Popen([gpxlogger_path, "-e", "sockets", "-f", str(work / "gpxlogger.gpx"),

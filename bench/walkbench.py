@@ -24,7 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tools")]
 from fake_flickr import API_KEY, FakeFlickr  # noqa: E402
-from fieldlog_tools import start_gpsfake, stop  # noqa: E402
+from fieldlog_tools import photo_sources, start_gpsfake, stop  # noqa: E402
 
 
 def memory_kb(pid):
@@ -168,10 +168,11 @@ def run_daemon(binary, capture, work, flickr):
     shutil.rmtree(run_dir, ignore_errors=True)
     state, cache = run_dir / "state", run_dir / "cache"
     run_dir.mkdir(parents=True)
+    sources = photo_sources(binary, "flickr" if flickr else "none")
     gpsfake, port = start_gpsfake(capture, log=work / "gpsfake.log")
     env = dict(os.environ, FIELDLOG_CONFIG="/dev/null", FLICKR_API_KEY=API_KEY if flickr else "")
     args = [binary, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", str(state),
-            "--cache-dir", str(cache), "--photo-retry-max", "2"]
+            "--cache-dir", str(cache), "--photo-retry-max", "2", *sources]
     if flickr:
         args += ["--flickr-endpoint", flickr.endpoint, "--flickr-rate", "100000000"]
     started = time.monotonic()
@@ -366,15 +367,17 @@ def paced_section(binary, work, minutes, jpeg):
     run_dir = work / "paced"
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
+    flickr_only, no_photos = photo_sources(binary, "flickr"), photo_sources(binary, "none")
     # Two sentences (GGA, RMC) per fix: 0.5 s each is 1 Hz.
     gpsfake, port = start_gpsfake(capture, 0.5, log=work / "gpsfake.log")
     procs, states = {}, {}
     # The same as "plain" with its journal in memory: what the journal's writes and fsyncs cost on this disk.
     memory_dir = Path(tempfile.mkdtemp(prefix="fieldlog-bench-", dir="/dev/shm")) if Path("/dev/shm").is_dir() else None
-    runs = [("photos", API_KEY, ["--flickr-endpoint", flickr.endpoint, "--flickr-rate", "100000000"], run_dir),
-            ("plain", "", [], run_dir)]  # No API key and no folder: no photo source.
+    runs = [("photos", API_KEY, ["--flickr-endpoint", flickr.endpoint, "--flickr-rate", "100000000", *flickr_only],
+             run_dir),
+            ("plain", "", no_photos, run_dir)]  # No API key and no folder: no photo source.
     if memory_dir:
-        runs.append(("tmpfs", "", [], memory_dir))
+        runs.append(("tmpfs", "", no_photos, memory_dir))
     for name, key, photo_args, root in runs:
         states[name] = root / name / "state"
         procs[name] = subprocess.Popen(
@@ -561,13 +564,14 @@ def profile_section(binary, work, minutes):
     run_dir = work / "profile"
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
+    no_photos = photo_sources(binary, "none")
     gpsfake, port = start_gpsfake(capture, 0.5, log=work / "gpsfake.log")
     data = run_dir / "perf.data"
     # Started under perf, so that every thread it creates is followed (attaching with -p misses later ones).
     subprocess.run(
         ["perf", "record", "-q", "-g", "-F", "20000", "-o", str(data), "--",
          binary, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", str(run_dir / "state"),
-         "--cache-dir", str(run_dir / "cache")],
+         "--cache-dir", str(run_dir / "cache"), *no_photos],
         env=dict(os.environ, FIELDLOG_CONFIG="/dev/null", FLICKR_API_KEY=""),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     stop(gpsfake)
@@ -696,12 +700,13 @@ class FakeGPSD:
 def startup_section(binary, work, reps, deb=None):
     gpsd = FakeGPSD()
     firsts, helps = [], []
+    no_photos = photo_sources(binary, "none")
     for rep in range(reps):
         state = work / f"startup-{rep}"
         shutil.rmtree(state, ignore_errors=True)
         started = time.monotonic()
         proc = subprocess.Popen([binary, "run", "--config", "/dev/null", "--gpsd", f"127.0.0.1:{gpsd.port}",
-                                 "--state-dir", str(state)], stderr=subprocess.DEVNULL)
+                                 "--state-dir", str(state), *no_photos], stderr=subprocess.DEVNULL)
         first = None
         while first is None and time.monotonic() - started < 30:
             for journal in state.glob("*.jsonl"):

@@ -36,7 +36,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "tools"))
-from fieldlog_tools import start_gpsfake, stop  # noqa: E402
+from fieldlog_tools import photo_sources, start_gpsfake, stop  # noqa: E402
 
 
 def fault_fifos(pid):
@@ -110,12 +110,14 @@ class Trial:
     def __init__(self, fieldlog, capture, work, delay, deadline):
         self.fieldlog, self.capture, self.work, self.delay = fieldlog, capture, work, delay
         self.deadline = deadline
+        self.no_photos = photo_sources(fieldlog, "none")
 
     def run(self, state, fault=None, on_at=0.0, off_at=0.0):
         """Records the walk into `state` with `fault` switched on `on_at` s and off `off_at` s after start.
         Returns the process's exit status."""
         gpsd, port = start_gpsfake(self.capture, self.delay, wait=False)
-        command = [self.fieldlog, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", state]
+        command = [self.fieldlog, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", state,
+                   *self.no_photos]
         env = dict(os.environ, FIELDLOG_CONFIG="/dev/null")
         log = open(os.path.join(self.work, "fieldlog.log"), "ab")
         if fault in ("enospc", "eio", "erofs"):

@@ -1,8 +1,10 @@
 """What bench/, reliability/ and deploy/order-symbols all need around a replay: a free port, gpsfake in a
-session of its own, waiting for it to listen, and stopping a process with everything it started.
+session of its own, waiting for it to listen, stopping a process with everything it started, and the photo
+sources of a `fieldlog run` pinned.
 
 Scripts import it with `sys.path.insert(0, str(REPO / "tools"))`.
 """
+import functools
 import os
 import signal
 import socket
@@ -10,6 +12,25 @@ import subprocess
 import time
 
 GPSFAKE = "/usr/bin/gpsfake"
+
+
+def photo_sources(binary, sources):
+    """The arguments that pin `binary run` to `sources` ("none", "flickr", "local"): what a replay meant
+    before fieldlog had Wikimedia Commons (issue 29). Left to its default, a run with no key and no folder now
+    asks the real Commons over the internet (and a `--once` replay ends only when its photos are served), and
+    one with the fake Flickr's key falls through to the real Commons when the fake finds nothing.
+    Empty for a build from before `--photo-sources` (it would refuse the option): its sources were those.
+    The first call for a binary runs `BINARY run --help`: make it before gpsfake starts its replay."""
+    return ["--photo-sources", sources] if _knows_photo_sources(binary) else []
+
+
+@functools.lru_cache(maxsize=None)
+def _knows_photo_sources(binary):
+    help_text = subprocess.run([str(binary), "run", "--help"], capture_output=True, text=True, timeout=300,
+                               env=dict(os.environ, FIELDLOG_CONFIG="/dev/null"))
+    if help_text.returncode != 0:
+        raise RuntimeError(f"{binary} run --help exited {help_text.returncode}: {help_text.stderr.strip()[:200]}")
+    return "--photo-sources" in help_text.stdout
 
 
 def free_port():

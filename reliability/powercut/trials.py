@@ -30,7 +30,7 @@ def load(name, path):
 
 
 sys.path.insert(0, str(REPO / "tools"))
-from fieldlog_tools import start_gpsfake, stop  # noqa: E402
+from fieldlog_tools import photo_sources, start_gpsfake, stop  # noqa: E402
 
 walkgen = load("walkgen", REPO / "bench/walk.py")
 fakeflickr = load("fakeflickr", REPO / "bench/fake_flickr.py")
@@ -110,9 +110,10 @@ class Recorder:
         self.nmea = t.dir / f"walk-{time.monotonic_ns()}.nmea"
         write_nmea(self.nmea, fixes)
         self.log, self.cut_at = log, None
+        sources = photo_sources(t.args.fieldlog, t.source if photos else "none")
         self.gpsfake, port = start_gpsfake(self.nmea, pace, log=log, wait=False)
         argv = [t.args.fieldlog, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", f"{t.mnt}/state",
-                "--every", str(t.every), "--log-level", "info"]
+                "--every", str(t.every), "--log-level", "info", *sources]
         if photos:
             argv += ["--cache-dir", f"{t.mnt}/cache", "--cache-max", str(t.cache_max), "--photo-retry-max", "2"]
             if t.source == "local":
