@@ -21,7 +21,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tools")]
-from fieldlog_tools import free_port, start_gpsfake, stop, wait_listening  # noqa: E402
+from fieldlog_tools import free_port, photo_sources, start_gpsfake, stop, wait_listening  # noqa: E402
 from walkbench import cpu_seconds, last_fix_time, machine, memory_kb, parse_time, wait_rusage, wakeups  # noqa: E402
 
 
@@ -75,6 +75,7 @@ def main():
                                   start_new_session=True)
     dead_port = free_port()  # nothing listens there: refused at once, every time
 
+    no_photos = photo_sources(binary, "none")  # before gpsfake starts: asking the binary takes a moment
     gpsfake, gpsd_port = start_gpsfake(capture, 0.5, log=args.work / "gpsfake.log")
     runs = {
         "none": [],
@@ -86,7 +87,7 @@ def main():
     for name, extra in runs.items():
         states[name] = run_dir / name / "state"
         procs[name] = subprocess.Popen(
-            [binary, "run", "--once", "--gpsd", f"127.0.0.1:{gpsd_port}", "--state-dir", str(states[name]), *extra],
+            [binary, "run", "--once", "--gpsd", f"127.0.0.1:{gpsd_port}", "--state-dir", str(states[name]), *no_photos, *extra],
             env=dict(os.environ, FIELDLOG_CONFIG="/dev/null", FLICKR_API_KEY=""),
             stderr=open(run_dir / f"{name}.log", "wb"))
     peaks = dict.fromkeys(procs, 0)

@@ -109,7 +109,9 @@ import WalkModel
         #expect(written == DaemonSettings.keys)
         let example = try String(contentsOfFile: Harness.repository + "/deploy/fieldlog.conf", encoding: .utf8)
         let documented = example.split(separator: "\n").compactMap { line -> String? in
-            guard line.hasPrefix("# "), let colon = line.firstIndex(of: ":") else { return nil }
+            // "# key: value", not a comment's "# https://…".
+            guard line.hasPrefix("# "), let colon = line.firstIndex(of: ":"), line.dropFirst(line.distance(
+                from: line.startIndex, to: colon) + 1).first == " " else { return nil }
             let key = line[line.index(line.startIndex, offsetBy: 2)..<colon]
             return key.allSatisfy { $0.isLowercase || $0 == "-" } ? String(key) : nil
         }
