@@ -46,10 +46,14 @@ class FakeFlickr:
                 fake.searches += 1
                 lat, lon = float(query["lat"]), float(query["lon"])
                 photo_id = f"{abs(round(lat * 1e5))}{abs(round(lon * 1e5))}"
+                # Ten minutes apart, as a walker's own photos would be: one owner's shots seconds apart are a
+                # burst, of which fieldlog shows one.
+                minutes = fake.searches * 10
+                taken = f"2024-05-{18 + minutes // 1440:02d} {minutes // 60 % 24:02d}:{minutes % 60:02d}:00"
                 photo = {
                     "id": photo_id, "owner": "12345678@N00", "secret": "abc123", "server": "65535", "farm": 66,
                     "title": f"Near {lat:.4f}, {lon:.4f}", "ispublic": 1, "license": 4, "ownername": "Bench",
-                    "datetaken": "2024-05-18 09:00:00", "latitude": lat + 0.00013, "longitude": lon + 0.00022,
+                    "datetaken": taken, "latitude": lat + 0.00013, "longitude": lon + 0.00022,
                     "accuracy": "16", "url_z": f"http://127.0.0.1:{fake.port}/img/{photo_id}.jpg",
                     "height_z": 480, "width_z": "640",
                 }
