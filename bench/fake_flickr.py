@@ -3,6 +3,7 @@ one photo 20 m north-east of it, and every download gets the same real JPEG (640
 The responses have the shape Sources/FieldLogTestSupport/FakeFlickr.swift serves (and Flickr does).
 """
 import http.server
+import datetime
 import json
 import threading
 import urllib.parse
@@ -48,8 +49,8 @@ class FakeFlickr:
                 photo_id = f"{abs(round(lat * 1e5))}{abs(round(lon * 1e5))}"
                 # Ten minutes apart, as a walker's own photos would be: one owner's shots seconds apart are a
                 # burst, of which fieldlog shows one.
-                minutes = fake.searches * 10
-                taken = f"2024-05-{18 + minutes // 1440:02d} {minutes // 60 % 24:02d}:{minutes % 60:02d}:00"
+                taken = (datetime.datetime(2024, 5, 18, 9) + datetime.timedelta(minutes=10 * fake.searches)).strftime(
+                    "%Y-%m-%d %H:%M:%S")
                 photo = {
                     "id": photo_id, "owner": "12345678@N00", "secret": "abc123", "server": "65535", "farm": 66,
                     "title": f"Near {lat:.4f}, {lon:.4f}", "ispublic": 1, "license": 4, "ownername": "Bench",
