@@ -2,8 +2,8 @@
 one photo 20 m north-east of it, and every download gets the same real JPEG (640 px, from demo/photos).
 The responses have the shape Sources/FieldLogTestSupport/FakeFlickr.swift serves (and Flickr does).
 """
-import http.server
 import datetime
+import http.server
 import json
 import threading
 import urllib.parse
