@@ -166,13 +166,13 @@ public final class StatusFile: Sendable {
         let descriptor = open(
             path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (state.length == nil ? O_TRUNC : 0), 0o644)
         guard descriptor >= 0 else {
-            if errno == ELOOP || errno == ENXIO { RefusedFiles.report(FileIOError(path: path, reason: "not a regular file", number: errno)) }
+            if errno == ELOOP || errno == ENXIO { RefusedFiles.report(FileIOError(.write, path: path, reason: "not a regular file", number: errno)) }
             return
         }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
-            RefusedFiles.report(FileIOError(path: path, reason: "not a regular file", number: EINVAL))
+            RefusedFiles.report(FileIOError(.write, path: path, reason: "not a regular file", number: EINVAL))
             return
         }
         if let length = state.length, bytes.count < length {
