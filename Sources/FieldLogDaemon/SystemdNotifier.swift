@@ -1,22 +1,22 @@
 import WalkModel
 import Glibc
 import FoundationEssentials
-import NIOConcurrencyHelpers
 import Logging
+import Synchronization
 
 /// systemd's notify protocol (sd_notify(3)) without libsystemd: one datagram per message to the AF_UNIX
 /// socket named by `$NOTIFY_SOCKET` (a path, or with a leading '@' a name in the abstract namespace).
 /// Without `$NOTIFY_SOCKET` (not started by systemd, or not `Type=notify`) every call does nothing.
 /// Failures are never fatal: the first one is logged, later ones are dropped silently.
-public final class SystemdNotifier: @unchecked Sendable {
+public final class SystemdNotifier: Sendable {
     /// The socket address as given in `$NOTIFY_SOCKET`, or nil when notifications are off.
     public let socketPath: String?
     /// Half of `$WATCHDOG_USEC`, when systemd expects this process to pet the watchdog.
     public let watchdogInterval: Duration?
 
     private let logger: Logger
-    private let lock = NIOLock()
-    private var reportedFailure = false
+    /// Whether a failure has been logged.
+    private let reportedFailure = Mutex(false)
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger) {
         self.logger = logger
@@ -57,10 +57,11 @@ public final class SystemdNotifier: @unchecked Sendable {
         // A newline inside a value would start a new assignment.
         let message = assignments.map { $0.replacingScalars("\n", with: " ") }.joined(separator: "\n")
         if let failure = Self.sendDatagram(Array(message.utf8), to: socketPath) {
-            lock.lock()
-            let first = !reportedFailure
-            reportedFailure = true
-            lock.unlock()
+            let first = reportedFailure.withLock { reported in
+                let first = !reported
+                reported = true
+                return first
+            }
             if first {
                 logger.warning("cannot notify systemd at \(socketPath): \(failure) (further failures are not logged)")
             }

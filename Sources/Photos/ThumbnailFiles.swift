@@ -61,7 +61,7 @@ public struct ThumbnailFiles: Sendable {
             status.st_mode & S_IFMT != S_IFREG ? "not a regular file"
             : status.st_size > Self.maxBytes ? "\(status.st_size) bytes, more than the \(Self.maxBytes) it may hold" : nil
         guard let reason else { return true }
-        RefusedFiles.report(FileIOError(path: directory + "/" + name, reason: reason, number: EINVAL))
+        RefusedFiles.report(FileIOError(.read, path: directory + "/" + name, reason: reason, number: EINVAL))
         return false
     }
 }

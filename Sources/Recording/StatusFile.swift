@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Glibc
-import NIOConcurrencyHelpers
+import Synchronization
 import SystemIO
 import WalkModel
 
@@ -15,7 +15,7 @@ import WalkModel
 /// file out at once (`auto_da_alloc`): a sixth of the recorder's CPU at 1 Hz (BENCHMARKS.md section 7). In
 /// place it needs no new inode or block, so it also works on a full disk. A reader may catch a write half
 /// done, or a power cut may leave one: `read` tries again, and the recorder writes the file anew at start.
-public final class StatusFile: @unchecked Sendable {
+public final class StatusFile: Sendable {
     public enum GPSDState: String, Codable, Sendable {
         case connecting, connected, disconnected, stopped
     }
@@ -67,24 +67,28 @@ public final class StatusFile: @unchecked Sendable {
 
     public static let fileName = "status.json"
     private let path: String
-    private let lock = NIOLock()
-    private var contents: Contents
-    /// The last fix's GPS time, formatted into `contents` only when the file is written.
-    private var lastFixTime: Double?
-    /// Whether `lastFixTime` has been taken from a summary: from then on, a new one is a fix just journaled.
-    private var knowsLastFix = false
-    private var lastWrite = 0.0
-    /// The file's length after this process's last whole write; nil before the first.
-    private var length: Int?
+    private let state: Mutex<State>
     private static let minimumInterval = 30.0
     /// A status is well under a kilobyte.
     package static let maxBytes = 64 << 10
 
+    private struct State {
+        var contents: Contents
+        /// The last fix's GPS time, formatted into `contents` only when the file is written.
+        var lastFixTime: Double?
+        /// Whether `lastFixTime` has been taken from a summary: from then on, a new one is a fix just journaled.
+        var knowsLastFix = false
+        var lastWrite = 0.0
+        /// The file's length after this process's last whole write; nil before the first.
+        var length: Int?
+    }
+
     public init(directory: String, gpsdAddress: String) {
         path = directory + "/" + Self.fileName
-        contents = Contents(
+        let contents = Contents(
             pid: getpid(), gpsd: .connecting, gpsdAddress: gpsdAddress, walk: nil, distanceMetres: 0,
             milestones: 0, lastFixTime: nil, lastFixWall: nil, updatedWall: Date().timeIntervalSince1970)
+        state = Mutex(State(contents: contents))
     }
 
     /// The status, or nil when there is none or it cannot be read (read twice: a write may be under way).
@@ -106,75 +110,75 @@ public final class StatusFile: @unchecked Sendable {
 
     /// The connection to gpsd and the system-clock time the last fix was journaled, as now (not as last written).
     public var gpsdState: (state: GPSDState, lastFixWall: Double?) {
-        lock.withLock { (contents.gpsd, contents.lastFixWall) }
+        state.withLock { state in (state.contents.gpsd, state.contents.lastFixWall) }
     }
 
     public func noteFix(summary: WalkRecorder.Summary) {
-        lock.withLock {
-            let changed = contents.walk != summary.walkID || contents.milestones != summary.milestones
-                || contents.suspectFixes != summary.suspectFixes
-            let storageChanged = apply(summary)
-            writeIfDue(force: changed || storageChanged)
+        state.withLock { state in
+            let changed = state.contents.walk != summary.walkID || state.contents.milestones != summary.milestones
+                || state.contents.suspectFixes != summary.suspectFixes
+            let storageChanged = Self.apply(summary, to: &state)
+            writeIfDue(force: changed || storageChanged, state: &state)
         }
     }
 
     public func update(gpsd: GPSDState, summary: WalkRecorder.Summary) {
-        lock.withLock {
-            let changed = contents.gpsd != gpsd
-            contents.gpsd = gpsd
-            let storageChanged = apply(summary)
-            writeIfDue(force: changed || storageChanged)
+        state.withLock { state in
+            let changed = state.contents.gpsd != gpsd
+            state.contents.gpsd = gpsd
+            let storageChanged = Self.apply(summary, to: &state)
+            writeIfDue(force: changed || storageChanged, state: &state)
         }
     }
 
-    private func apply(_ summary: WalkRecorder.Summary) -> Bool {
+    private static func apply(_ summary: WalkRecorder.Summary, to state: inout State) -> Bool {
         // The age of the last fix is that of the last fix journaled: a fix held or dropped is none.
-        if knowsLastFix && summary.lastFixTime != lastFixTime {
-            contents.lastFixWall = Date().timeIntervalSince1970
+        if state.knowsLastFix && summary.lastFixTime != state.lastFixTime {
+            state.contents.lastFixWall = Date().timeIntervalSince1970
         }
-        knowsLastFix = true
-        contents.suspectFixes = summary.suspectFixes
-        contents.lastSuspectTime = summary.lastSuspectTime.map(Timestamp.format)
-        contents.rejectedFixes = summary.rejectedFixes
+        state.knowsLastFix = true
+        state.contents.suspectFixes = summary.suspectFixes
+        state.contents.lastSuspectTime = summary.lastSuspectTime.map(Timestamp.format)
+        state.contents.rejectedFixes = summary.rejectedFixes
         let failing = summary.storage != nil
-        let changed = failing != (contents.storage != nil)
-        contents.storage = summary.storage.map {
+        let changed = failing != (state.contents.storage != nil)
+        state.contents.storage = summary.storage.map {
             Contents.Storage(since: $0.since, reason: $0.reason, heldRecords: $0.heldRecords, droppedFixes: $0.droppedFixes)
         }
-        contents.walk = summary.walkID
-        contents.distanceMetres = (summary.distance * 10).rounded() / 10
-        contents.milestones = summary.milestones
-        lastFixTime = summary.lastFixTime
+        state.contents.walk = summary.walkID
+        state.contents.distanceMetres = (summary.distance * 10).rounded() / 10
+        state.contents.milestones = summary.milestones
+        state.lastFixTime = summary.lastFixTime
         return changed
     }
 
-    private func writeIfDue(force: Bool) {
+    private func writeIfDue(force: Bool, state: inout State) {
         let now = Date().timeIntervalSince1970
-        guard force || now - lastWrite >= Self.minimumInterval else { return }
-        contents.updatedWall = now
-        contents.lastFixTime = lastFixTime.map(Timestamp.format)
-        lastWrite = now
-        guard var bytes = try? Array(JSONEncoder().encode(contents)) else { return }
+        guard force || now - state.lastWrite >= Self.minimumInterval else { return }
+        state.contents.updatedWall = now
+        state.contents.lastFixTime = state.lastFixTime.map(Timestamp.format)
+        state.lastWrite = now
+        guard var bytes = try? Array(JSONEncoder().encode(state.contents)) else { return }
         bytes.append(UInt8(ascii: "\n"))
         // Best effort: status is informational and must never stop the recorder. A file left by an earlier
         // run is cut to nothing first; after that, padding covers what a longer write left.
         // Never through a link, nor into a FIFO or a device (opening a FIFO would block the recorder).
         let descriptor = open(
-            path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (length == nil ? O_TRUNC : 0), 0o644)
+            path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (state.length == nil ? O_TRUNC : 0), 0o644)
         guard descriptor >= 0 else {
-            if errno == ELOOP || errno == ENXIO { RefusedFiles.report(FileIOError(path: path, reason: "not a regular file", number: errno)) }
+            if errno == ELOOP || errno == ENXIO { RefusedFiles.report(FileIOError(.write, path: path, reason: "not a regular file", number: errno)) }
             return
         }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
-            RefusedFiles.report(FileIOError(path: path, reason: "not a regular file", number: EINVAL))
+            RefusedFiles.report(FileIOError(.write, path: path, reason: "not a regular file", number: EINVAL))
             return
         }
-        if let length, bytes.count < length {
+        if let length = state.length, bytes.count < length {
             bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: length - bytes.count))
         }
         let written = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress!, $0.count, 0) }
-        if written > 0 { length = max(length ?? 0, written) }
+        if written > 0 { state.length = max(state.length ?? 0, written) }
     }
 }

@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Glibc
-import NIOConcurrencyHelpers
 import Logging
+import Synchronization
 import WalkJournal
 import WalkModel
 
@@ -9,39 +9,60 @@ import WalkModel
 /// disk when. One lock makes it safe from any thread: the gpsd reader thread records each fix itself, the
 /// photo service attaches photos from its task. Storage faults never reach its callers: the journal
 /// writer holds records in memory while the disk fails and writes them, in order, when it works again.
-public final class WalkRecorder: @unchecked Sendable {
+public final class WalkRecorder: Sendable {
     public let store: JournalStore
     public let limits: WalkLimits
-    private let logger: Logger
-    /// Fixes are synced at least this often (monotonic time); milestones and walk boundaries at once.
-    /// Every 2 s was a fifth of the recorder's CPU at 1 Hz and a flash write every 2 s; 5 s is still "every
-    /// few seconds" (issue 2), for at most about 6 s of track lost at a power cut.
-    private let syncInterval: Duration
-    private let clock = ContinuousClock()
-    private let lock = NIOLock()
+    private let core: Mutex<Core>
 
-    private let writer: JournalWriter
-    private var collapser = EpochCollapser()
-    private var walk: OpenWalk?
-    /// An interrupted walk found at start-up, resumed or closed by the first fix.
-    private var interrupted: WalkLog?
-    private var lastSync: ContinuousClock.Instant
-    /// The monotonic clock's origin for the time guard.
-    private let started: ContinuousClock.Instant
-    /// Holds fixes whose GPS time cannot be believed (see GPSTimeGuard).
-    private var timeGuard: GPSTimeGuard
-    /// Fixes dropped this session for an implausible GPS time, and the GPS time of the last such episode's first.
-    private var suspectFixes = 0
-    private var lastSuspectTime: Double?
-    /// Fixes dropped this session for anything else (accuracy, no position, a jump, time not advancing).
-    private var rejectedFixes = 0
-    private var unsynced = false
-    /// Events that happened before a walk file existed, journaled into the walk when it starts.
-    private var earlyEvents: [JournalEvent] = []
-    /// Called with each milestone once it is on disk, under the lock: it must not call back into the recorder.
-    private var onMilestone: (@Sendable (Milestone, _ walkID: String) -> Void)?
+    /// What the lock guards: all the recorder changes, and the little its work needs besides.
+    fileprivate struct Core {
+        let store: JournalStore
+        let limits: WalkLimits
+        let logger: Logger
+        /// Fixes are synced at least this often (monotonic time); milestones and walk boundaries at once.
+        /// Every 2 s was a fifth of the recorder's CPU at 1 Hz and a flash write every 2 s; 5 s is still "every
+        /// few seconds" (issue 2), for at most about 6 s of track lost at a power cut.
+        let syncInterval: Duration
+        let clock: ContinuousClock
+        let writer: JournalWriter
+        var collapser = EpochCollapser()
+        var walk: OpenWalk?
+        /// An interrupted walk found at start-up, resumed or closed by the first fix.
+        var interrupted: WalkLog?
+        var lastSync: ContinuousClock.Instant
+        /// The monotonic clock's origin for the time guard.
+        let started: ContinuousClock.Instant
+        /// Holds fixes whose GPS time cannot be believed (see GPSTimeGuard).
+        var timeGuard: GPSTimeGuard
+        /// Fixes dropped this session for an implausible GPS time, and the GPS time of the last such episode's first.
+        var suspectFixes = 0
+        var lastSuspectTime: Double?
+        /// Fixes dropped this session for anything else (accuracy, no position, a jump, time not advancing).
+        var rejectedFixes = 0
+        var unsynced = false
+        /// Events that happened before a walk file existed, journaled into the walk when it starts.
+        var earlyEvents: [JournalEvent] = []
+        /// Called with each milestone once it is on disk, under the lock: it must not call back into the recorder.
+        var onMilestone: (@Sendable (Milestone, _ walkID: String) -> Void)?
 
-    private struct OpenWalk {
+        init(
+            store: JournalStore, limits: WalkLimits, logger: Logger, syncInterval: Duration, clock: ContinuousClock,
+            writer: JournalWriter, started: ContinuousClock.Instant, timeGuard: GPSTimeGuard, interrupted: WalkLog?
+        ) {
+            self.store = store
+            self.limits = limits
+            self.logger = logger
+            self.syncInterval = syncInterval
+            self.clock = clock
+            self.writer = writer
+            self.lastSync = started
+            self.started = started
+            self.timeGuard = timeGuard
+            self.interrupted = interrupted
+        }
+    }
+
+    fileprivate struct OpenWalk {
         var id: String
         var tracker: WalkTracker
     }
@@ -77,14 +98,13 @@ public final class WalkRecorder: @unchecked Sendable {
     ) throws(JournalError) {
         self.store = store
         self.limits = limits
-        self.logger = logger
-        self.syncInterval = syncInterval
-        writer = JournalWriter(store: store, logger: logger, maxHeldBytes: maxHeldBytes) {
+        let writer = JournalWriter(store: store, logger: logger, maxHeldBytes: maxHeldBytes) {
             Date().timeIntervalSince1970
         }
-        lastSync = clock.now
-        started = lastSync
-        timeGuard = GPSTimeGuard(lastGoodTime: nil, idleGap: limits.idleGap)
+        let clock = ContinuousClock()
+        let started = clock.now
+        var timeGuard = GPSTimeGuard(lastGoodTime: nil, idleGap: limits.idleGap)
+        var interrupted: WalkLog?
         try store.prepare()
         store.removeLeftovers()
         if let latest = try store.walkIDs().last {
@@ -105,31 +125,102 @@ public final class WalkRecorder: @unchecked Sendable {
                 )
             }
         }
+        core = Mutex(
+            Core(
+                store: store, limits: limits, logger: logger, syncInterval: syncInterval, clock: clock, writer: writer,
+                started: started, timeGuard: timeGuard, interrupted: interrupted))
     }
 
     /// Registers who acts on milestones (photo lookup); it is called once the milestone is synced, or held
     /// in memory while the storage fails (photos are still looked up meanwhile).
     public func setMilestoneHandler(_ handler: @escaping @Sendable (Milestone, _ walkID: String) -> Void) {
-        lock.withLock { onMilestone = handler }
+        core.withLock { $0.onMilestone = handler }
     }
 
     /// Registers what frees space when the storage is full (the thumbnail cache); called once per episode.
     public func setStorageFullHandler(_ handler: @escaping @Sendable () -> Void) {
-        lock.withLock { writer.onStorageFull = handler }
+        core.withLock { $0.writer.onStorageFull = handler }
     }
 
     public var summary: Summary {
-        lock.withLock { currentSummary }
+        core.withLock { $0.currentSummary }
     }
 
-    private var currentSummary: Summary {
-        var summary: Summary
+    /// Feeds one fix from gpsd. Fixes without GPS time are useless to a walk on GPS time and are dropped
+    /// before they get here.
+    public func record(_ fix: Fix) {
+        core.withLock { core in
+            if let finished = core.collapser.add(fix) {
+                core.process(finished)
+            }
+        }
+    }
+
+    /// Journals a recorder event (gpsd state, errors) with the system clock as its wall time.
+    public func note(_ kind: JournalEvent.Kind, message: String? = nil) {
+        core.withLock { $0.journal(kind, message: message) }
+    }
+
+    /// Journals an event into walk `id`, which may have ended since, and syncs it.
+    public func note(_ kind: JournalEvent.Kind, message: String? = nil, toWalk id: String) {
+        core.withLock { core in
+            let event = JournalEvent(kind: kind, wall: Date().timeIntervalSince1970, message: message)
+            core.writer.append(JournalCodec.encode(.event(event)), to: id)
+            core.sync()
+        }
+    }
+
+    /// Called when gpsd's stream pauses or ends, or reports without a fix: the last epoch is complete, and
+    /// unsynced fixes are synced if due.
+    public func flush() {
+        core.withLock { core in
+            if let finished = core.collapser.flush() {
+                core.process(finished)
+            }
+            core.syncIfDue()
+        }
+    }
+
+    /// Ends this session (not the walk: a later session may resume it) with everything on disk if the
+    /// storage allows. Returns false when records could not be written: they are lost with the process.
+    @discardableResult
+    public func finishSession(reason: String) -> Bool {
+        core.withLock { core in
+            if let finished = core.collapser.flush() {
+                core.process(finished)
+            }
+            if let episode = core.timeGuard.finish() {
+                core.noteSuspect(episode)
+            }
+            core.journal(.sessionEnd, message: reason)
+            if core.writer.sync(now: true) { return true }
+            if let trouble = core.writer.trouble {
+                core.logger.critical(
+                    "storage still failing at exit (\(trouble.reason)): \(trouble.heldRecords) journal records held in memory are lost")
+            }
+            return false
+        }
+    }
+
+    /// Journals a milestone's photo outcome into its walk, which may have ended since, and syncs it: a
+    /// photo recorded is a photo not fetched again.
+    public func attach(_ photo: MilestonePhoto, toWalk id: String) {
+        core.withLock { core in
+            core.writer.append(JournalCodec.encode(.photo(photo)), to: id)
+            core.sync()
+        }
+    }
+}
+
+extension WalkRecorder.Core {
+    var currentSummary: WalkRecorder.Summary {
+        var summary: WalkRecorder.Summary
         if let walk {
-            summary = Summary(
+            summary = WalkRecorder.Summary(
                 walkID: walk.id, distance: walk.tracker.distance, milestones: walk.tracker.milestoneCount,
                 lastFixTime: walk.tracker.lastPoint?.fix.time, storage: writer.trouble)
         } else {
-            summary = Summary(
+            summary = WalkRecorder.Summary(
                 walkID: interrupted?.id, distance: interrupted?.distance ?? 0,
                 milestones: interrupted?.milestones.count ?? 0, lastFixTime: interrupted?.points.last?.fix.time,
                 storage: writer.trouble)
@@ -140,72 +231,7 @@ public final class WalkRecorder: @unchecked Sendable {
         return summary
     }
 
-    /// Feeds one fix from gpsd. Fixes without GPS time are useless to a walk on GPS time and are dropped
-    /// before they get here.
-    public func record(_ fix: Fix) {
-        lock.withLock {
-            if let finished = collapser.add(fix) {
-                process(finished)
-            }
-        }
-    }
-
-    /// Journals a recorder event (gpsd state, errors) with the system clock as its wall time.
-    public func note(_ kind: JournalEvent.Kind, message: String? = nil) {
-        lock.withLock { journal(kind, message: message) }
-    }
-
-    /// Journals an event into walk `id`, which may have ended since, and syncs it.
-    public func note(_ kind: JournalEvent.Kind, message: String? = nil, toWalk id: String) {
-        lock.withLock {
-            let event = JournalEvent(kind: kind, wall: Date().timeIntervalSince1970, message: message)
-            writer.append(JournalCodec.encode(.event(event)), to: id)
-            sync()
-        }
-    }
-
-    /// Called when gpsd's stream pauses or ends, or reports without a fix: the last epoch is complete, and
-    /// unsynced fixes are synced if due.
-    public func flush() {
-        lock.withLock {
-            if let finished = collapser.flush() {
-                process(finished)
-            }
-            syncIfDue()
-        }
-    }
-
-    /// Ends this session (not the walk: a later session may resume it) with everything on disk if the
-    /// storage allows. Returns false when records could not be written: they are lost with the process.
-    @discardableResult
-    public func finishSession(reason: String) -> Bool {
-        lock.withLock {
-            if let finished = collapser.flush() {
-                process(finished)
-            }
-            if let episode = timeGuard.finish() {
-                noteSuspect(episode)
-            }
-            journal(.sessionEnd, message: reason)
-            if writer.sync(now: true) { return true }
-            if let trouble = writer.trouble {
-                logger.critical(
-                    "storage still failing at exit (\(trouble.reason)): \(trouble.heldRecords) journal records held in memory are lost")
-            }
-            return false
-        }
-    }
-
-    /// Journals a milestone's photo outcome into its walk, which may have ended since, and syncs it: a
-    /// photo recorded is a photo not fetched again.
-    public func attach(_ photo: MilestonePhoto, toWalk id: String) {
-        lock.withLock {
-            writer.append(JournalCodec.encode(.photo(photo)), to: id)
-            sync()
-        }
-    }
-
-    private func journal(_ kind: JournalEvent.Kind, message: String?) {
+    mutating func journal(_ kind: JournalEvent.Kind, message: String?) {
         let event = JournalEvent(
             kind: kind, time: walk?.tracker.lastPoint?.fix.time, wall: Date().timeIntervalSince1970,
             message: message)
@@ -217,19 +243,19 @@ public final class WalkRecorder: @unchecked Sendable {
         unsynced = true
     }
 
-    private func syncIfDue() {
+    mutating func syncIfDue() {
         if unsynced && clock.now - lastSync >= syncInterval {
             sync()
         }
     }
 
-    private func sync() {
+    mutating func sync() {
         writer.sync()
         unsynced = false
         lastSync = clock.now
     }
 
-    private func process(_ reported: Fix) {
+    mutating func process(_ reported: Fix) {
         let fix = reported.bounded
         if let flaw = WalkTracker.flaw(of: fix, limits: limits) {
             rejectedFixes += 1
@@ -254,7 +280,7 @@ public final class WalkRecorder: @unchecked Sendable {
     }
 
     /// One suspect episode: counted, logged as a warning and journaled once.
-    private func noteSuspect(_ episode: GPSTimeGuard.Episode) {
+    mutating func noteSuspect(_ episode: GPSTimeGuard.Episode) {
         suspectFixes += episode.dropped
         // Any number may come as a time; one too large for a date (or NaN) is shown as the number.
         let formattable = abs(episode.firstTime) < 1e12
@@ -268,7 +294,7 @@ public final class WalkRecorder: @unchecked Sendable {
     }
 
     /// Feeds a fix whose time is believed to the walk.
-    private func walkOn(_ fix: Fix) {
+    mutating func walkOn(_ fix: Fix) {
         if walk == nil {
             open(for: fix)
         } else if let last = walk?.tracker.lastPoint?.fix.time, fix.time - last > limits.idleGap || fix.time <= last {
@@ -302,7 +328,7 @@ public final class WalkRecorder: @unchecked Sendable {
     }
 
     /// Opens the walk `fix` belongs to: the interrupted one if it continues in time, else a new one.
-    private func open(for fix: Fix) {
+    mutating func open(for fix: Fix) {
         if let log = interrupted, let last = log.lastTime {
             interrupted = nil
             let pause = fix.time - last
@@ -317,7 +343,7 @@ public final class WalkRecorder: @unchecked Sendable {
                 sync()
             } else if pause > 0 && pause <= limits.idleGap {
                 let tracker = WalkTracker(limits: limits, restoring: log.points, milestones: log.milestones)
-                walk = OpenWalk(id: log.id, tracker: tracker)
+                walk = WalkRecorder.OpenWalk(id: log.id, tracker: tracker)
                 writer.current = log.id
                 logger.info("resuming walk \(log.id) after \(Int(pause)) s at \(wholeMetres(log.distance)) m")
                 journal(.resumed, message: "after \(Int(pause)) s")
@@ -332,13 +358,13 @@ public final class WalkRecorder: @unchecked Sendable {
         let id = store.newWalkID(startingAt: fix.time)
         writer.current = id
         writer.append(JournalCodec.encode(.walkStart(id: id, time: fix.time, every: limits.milestoneEvery)), to: id)
-        walk = OpenWalk(id: id, tracker: WalkTracker(limits: limits))
+        walk = WalkRecorder.OpenWalk(id: id, tracker: WalkTracker(limits: limits))
         logger.info("walk \(id) started")
         writeEarlyEvents()
         sync()
     }
 
-    private func writeEarlyEvents() {
+    mutating func writeEarlyEvents() {
         guard let walk else { return }
         for event in earlyEvents {
             writer.append(JournalCodec.encode(.event(event)), to: walk.id)
@@ -346,7 +372,7 @@ public final class WalkRecorder: @unchecked Sendable {
         earlyEvents.removeAll()
     }
 
-    private func endWalk() {
+    mutating func endWalk() {
         guard let current = walk, let last = current.tracker.lastPoint else { return }
         writer.append(
             JournalCodec.encode(.walkEnd(time: last.fix.time, distance: current.tracker.distance)), to: current.id)

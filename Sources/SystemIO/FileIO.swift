@@ -3,21 +3,15 @@ import Synchronization
 
 /// The few file operations fieldlog needs beyond Foundation's, with errno turned into messages.
 public enum FileIO {
-    /// An errno with its text.
-    public struct Failure: Error, CustomStringConvertible {
-        public let number: Int32
-        public var text: String { String(cString: strerror(number)) }
-        public var description: String { text }
-    }
-
-    /// Writes all of `bytes` to `descriptor`, retrying short writes. Returns the error on failure.
-    public static func writeAll(_ bytes: some Collection<UInt8>, to descriptor: Int32) -> Failure? {
+    /// Writes all of `bytes` to `descriptor`, retrying short writes. Returns the error on failure, its path
+    /// `/dev/fd/N` and its reason strerror's text.
+    public static func writeAll(_ bytes: some Collection<UInt8>, to descriptor: Int32) -> FileIOError? {
         var remaining = ArraySlice(bytes)
         while !remaining.isEmpty {
             let written = remaining.withUnsafeBytes { write(descriptor, $0.baseAddress!, $0.count) }
             if written < 0 {
                 if errno == EINTR { continue }
-                return Failure(number: errno)
+                return FileIOError(.write, path: "/dev/fd/\(descriptor)", number: errno)
             }
             remaining = remaining.dropFirst(written)
         }
@@ -29,11 +23,11 @@ public enum FileIO {
     /// (EFBIG), told from its size before it is read, or as soon as reading passes the limit.
     public static func readAll(_ path: String, limit: Int = .max) throws(FileIOError) -> [UInt8] {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw FileIOError(path: path, reason: String(cString: strerror(errno)), number: errno) }
+        guard descriptor >= 0 else { throw FileIOError(.read, path: path, number: errno) }
         defer { close(descriptor) }
         var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw FileIOError(path: path, reason: String(cString: strerror(errno))) }
-        guard status.st_size <= limit else { throw FileIOError(path: path, reason: "\(status.st_size) bytes", number: EFBIG) }
+        guard fstat(descriptor, &status) == 0 else { throw FileIOError(.read, path: path, reason: String(cString: strerror(errno))) }
+        guard status.st_size <= limit else { throw FileIOError(.read, path: path, reason: "\(status.st_size) bytes", number: EFBIG) }
         var failure: Int32 = 0
         func fill(_ buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
             var filled = 0
@@ -52,9 +46,9 @@ public enum FileIO {
             let more = [UInt8](unsafeUninitializedCapacity: 1 << 16) { $1 = fill($0) }
             if more.isEmpty { break }
             bytes += more
-            if bytes.count > limit { throw FileIOError(path: path, reason: "more than \(limit) bytes", number: EFBIG) }
+            if bytes.count > limit { throw FileIOError(.read, path: path, reason: "more than \(limit) bytes", number: EFBIG) }
         }
-        if failure != 0 { throw FileIOError(path: path, reason: String(cString: strerror(failure)), number: failure) }
+        if failure != 0 { throw FileIOError(.read, path: path, number: failure) }
         return bytes
     }
 
@@ -67,26 +61,26 @@ public enum FileIO {
     {
         let path = directory + "/" + name
         let parent = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard parent >= 0 else { throw FileIOError(path: directory, reason: String(cString: strerror(errno)), number: errno) }
+        guard parent >= 0 else { throw FileIOError(.read, path: directory, number: errno) }
         defer { close(parent) }
         let descriptor = openat(parent, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
         guard descriptor >= 0 else {
             let number = errno
-            throw FileIOError(path: path, reason: number == ELOOP ? "a symbolic link" : String(cString: strerror(number)), number: number)
+            throw FileIOError(.read, path: path, reason: number == ELOOP ? "a symbolic link" : String(cString: strerror(number)), number: number)
         }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
             let number = errno
             close(descriptor)
-            throw FileIOError(path: path, reason: String(cString: strerror(number)), number: number)
+            throw FileIOError(.read, path: path, number: number)
         }
         guard status.st_mode & S_IFMT == S_IFREG else {
             close(descriptor)
-            throw FileIOError(path: path, reason: "not a regular file", number: EINVAL)
+            throw FileIOError(.read, path: path, reason: "not a regular file", number: EINVAL)
         }
         guard status.st_size <= maxBytes else {
             close(descriptor)
-            throw FileIOError(path: path, reason: "\(status.st_size) bytes, more than the \(maxBytes) it may hold", number: EFBIG)
+            throw FileIOError(.read, path: path, reason: "\(status.st_size) bytes, more than the \(maxBytes) it may hold", number: EFBIG)
         }
         return (descriptor, Int(status.st_size))
     }
@@ -102,7 +96,7 @@ public enum FileIO {
             let got = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + filled, $0.count - filled) }
             if got < 0 && errno == EINTR { continue }
             if got < 0 {
-                throw FileIOError(path: directory + "/" + name, reason: String(cString: strerror(errno)), number: errno)
+                throw FileIOError(.read, path: directory + "/" + name, number: errno)
             }
             if got == 0 { break }
             filled += got
@@ -121,15 +115,15 @@ public enum FileIO {
         for component in directory.split(separator: "/") {
             prefix += "/" + component
             if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
-                throw FileIOError(path: prefix, reason: String(cString: strerror(errno)), number: errno)
+                throw FileIOError(.create, path: prefix, number: errno)
             }
         }
         var info = stat()
         guard stat(directory, &info) == 0 else {
-            throw FileIOError(path: directory, reason: String(cString: strerror(errno)), number: errno)
+            throw FileIOError(.create, path: directory, number: errno)
         }
         guard info.st_mode & S_IFMT == S_IFDIR else {
-            throw FileIOError(path: directory, reason: "it exists and is not a directory", number: ENOTDIR)
+            throw FileIOError(.create, path: directory, reason: "it exists and is not a directory", number: ENOTDIR)
         }
     }
 
@@ -141,30 +135,45 @@ public enum FileIO {
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
         let temporary = directory + ".\(name).\(getpid()).tmp"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw FileIOError(path: path, reason: String(cString: strerror(errno))) }
-        var failure = writeAll(bytes, to: descriptor)
-        if failure == nil && durable && fsync(descriptor) != 0 { failure = Failure(number: errno) }
+        guard descriptor >= 0 else { throw FileIOError(.write, path: path, reason: String(cString: strerror(errno))) }
+        var failure = writeAll(bytes, to: descriptor)?.number
+        if failure == nil && durable && fsync(descriptor) != 0 { failure = errno }
         close(descriptor)
-        if failure == nil && rename(temporary, path) != 0 { failure = Failure(number: errno) }
+        if failure == nil && rename(temporary, path) != 0 { failure = errno }
         if let failure {
             unlink(temporary)
-            throw FileIOError(path: path, reason: failure.text)
+            throw FileIOError(.write, path: path, reason: String(cString: strerror(failure)))
         }
     }
 }
 
+/// A file operation that failed: which one, on which path, the errno as its code (0 when there was none)
+/// and a reason safe to show (strerror's text, or a few words of fieldlog's own).
 public struct FileIOError: Error, CustomStringConvertible {
+    /// What was being done, for the message's verb.
+    public enum Operation: String, Sendable {
+        case read, write, create
+    }
+
+    public let operation: Operation
     public let path: String
-    public let reason: String
     /// The errno, when it was one.
-    public var number: Int32 = 0
+    public let number: Int32
+    public let reason: String
 
-    public var description: String { "cannot write \(path): \(reason)" }
+    /// "cannot read PATH: REASON", "cannot write ..." or "cannot create ...".
+    public var description: String { "cannot \(operation.rawValue) \(path): \(reason)" }
 
-    package init(path: String, reason: String, number: Int32 = 0) {
+    package init(_ operation: Operation, path: String, reason: String, number: Int32 = 0) {
+        self.operation = operation
         self.path = path
         self.reason = reason
         self.number = number
+    }
+
+    /// The errno `number`, with strerror's text as the reason.
+    package init(_ operation: Operation, path: String, number: Int32) {
+        self.init(operation, path: path, reason: String(cString: strerror(number)), number: number)
     }
 }
 

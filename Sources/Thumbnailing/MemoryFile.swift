@@ -18,7 +18,7 @@ package final class MemoryFile {
 
     package func write(_ bytes: [UInt8]) throws(PhotoWorkerError) {
         if let failure = FileIO.writeAll(bytes, to: descriptor) {
-            throw PhotoWorkerError("cannot write a memory file: \(failure)")
+            throw PhotoWorkerError("cannot write a memory file: \(failure.reason)")
         }
         lseek(descriptor, 0, SEEK_SET)
     }

@@ -67,7 +67,7 @@ public final class JournalFile {
         if let failure = FileIO.writeAll(bytes, to: descriptor) {
             // Best effort now; if it fails too, `length` still says where the next write must start.
             writeFailed = ftruncate(descriptor, length) != 0
-            throw JournalError(.cannotWrite, path: path, reason: failure.text, errno: failure.number)
+            throw JournalError(.cannotWrite, path: path, reason: failure.reason, errno: failure.number)
         }
         // `fieldlog star` appends whole lines to the same file from another process: with O_APPEND the
         // offset after this write is the file's end, their lines included.
@@ -136,7 +136,7 @@ public final class JournalFile {
         if let failure = FileIO.writeAll(bytes, to: fresh) {
             close(fresh)
             unlink(path)
-            throw JournalError(.cannotWrite, path: path, reason: failure.text, errno: failure.number)
+            throw JournalError(.cannotWrite, path: path, reason: failure.reason, errno: failure.number)
         }
         guard fsync(fresh) == 0 else {
             let number = errno

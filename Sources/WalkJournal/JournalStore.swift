@@ -70,7 +70,7 @@ public struct JournalStore: Sendable {
             : status.st_size > Self.maxJournalBytes ? "\(status.st_size) bytes, more than the \(Self.maxJournalBytes) a journal may hold"
             : nil
         guard let reason else { return true }
-        RefusedFiles.report(FileIOError(path: directory + "/" + name, reason: reason, number: EINVAL))
+        RefusedFiles.report(FileIOError(.read, path: directory + "/" + name, reason: reason, number: EINVAL))
         return false
     }
 

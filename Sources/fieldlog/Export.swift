@@ -68,7 +68,7 @@ struct Export: ParsableCommand, ConfiguredCommand {
         let bytes = WalkExport.render(log, as: format, isCached: { cached.contains($0) }, thumbnail: thumbnails.read)
         if output == "-" {
             if let failure = FileIO.writeAll(bytes, to: STDOUT_FILENO) {
-                throw CleanExit.failure("fieldlog: cannot write to standard output: \(failure)")
+                throw CleanExit.failure("fieldlog: cannot write to standard output: \(failure.reason)")
             }
         } else {
             // Written whole or not at all, and synced: an export is what the walker takes home. Renaming over

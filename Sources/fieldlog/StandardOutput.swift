@@ -5,7 +5,7 @@ import SystemIO
 /// an error: one line on stderr and exit status 1, never a silent success.
 func writeStandardOutput(_ text: String) throws {
     if let failure = FileIO.writeAll(text.utf8, to: STDOUT_FILENO) {
-        throw CleanExit.failure("fieldlog: cannot write to standard output: \(failure)")
+        throw CleanExit.failure("fieldlog: cannot write to standard output: \(failure.reason)")
     }
 }
 

@@ -77,6 +77,6 @@ struct Tail: ParsableCommand, ConfiguredCommand {
         guard let failure = FileIO.writeAll(text.utf8, to: STDOUT_FILENO) else { return }
         // A reader that went away ends tail quietly; anything else (a full disk) is an error.
         if failure.number == EPIPE { throw ExitCode.success }
-        throw CleanExit.failure("fieldlog: cannot write to standard output: \(failure)")
+        throw CleanExit.failure("fieldlog: cannot write to standard output: \(failure.reason)")
     }
 }
