@@ -79,7 +79,8 @@ package final class FakeFlickr: @unchecked Sendable {
         case endless
     }
 
-    package static let apiKey = "0123456789abcdef0123456789abcdef"
+    /// A made-up key of a real key's shape (32 hex digits), which only this fake accepts.
+    package static let apiKey = String(repeating: "0123456789abcdef", count: 2)
 
     private let lock = NSLock()
     private var photos: [Photo] = []
