@@ -199,7 +199,7 @@ package final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandl
         }
     }
 
-    /// The security headers the README promises on every answer; a policy set by the route (the export's
+    /// The security headers docs/usage.md promises on every answer; a policy set by the route (the export's
     /// stricter one) is kept.
     package static func secure(_ fields: inout HTTPFields) {
         if fields[.contentSecurityPolicy] == nil {

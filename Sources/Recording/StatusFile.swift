@@ -12,7 +12,7 @@ import WalkModel
 ///
 /// Rewritten in place by one `pwrite` at offset 0, padded with spaces to the file's length so that it never
 /// shrinks (JSON allows trailing whitespace). Replacing it whole (temp file + rename) made ext4 write the new
-/// file out at once (`auto_da_alloc`): a sixth of the recorder's CPU at 1 Hz (BENCHMARKS.md section 7). In
+/// file out at once (`auto_da_alloc`): a sixth of the recorder's CPU at 1 Hz (docs/benchmark-studies.md section 1). In
 /// place it needs no new inode or block, so it also works on a full disk. A reader may catch a write half
 /// done, or a power cut may leave one: `read` tries again, and the recorder writes the file anew at start.
 public final class StatusFile: Sendable {

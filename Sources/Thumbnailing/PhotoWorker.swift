@@ -123,7 +123,7 @@ public enum PhotoWorker {
 
     /// `fieldlog photo-worker [--size N] [--address-space BYTES] [--decoder-memory BYTES] [--cpu SECONDS]
     /// [--exif]`, read by hand: the worker starts once per photo, and swift-argument-parser's reflection
-    /// over the command's properties cost more CPU than decoding the photo (BENCHMARKS.md, section 7).
+    /// over the command's properties cost more CPU than decoding the photo (docs/benchmark-studies.md, section 1).
     public static func main(_ arguments: [String]) -> Int32 {
         let limits = PhotoWorkLimits()
         var size = 320, addressSpace = limits.addressSpace, decoderMemory = limits.decoderMemory
