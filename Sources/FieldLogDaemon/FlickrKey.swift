@@ -12,24 +12,16 @@ package enum FlickrKey {
     package static func load(file: String?, environment: [String: String]) throws(SettingsError) -> String? {
         let key: String?
         if let file {
-            var path = file
-            if !path.hasPrefix("/"), let credentials = environment["CREDENTIALS_DIRECTORY"],
-                FileManager.default.fileExists(atPath: credentials + "/" + path)
-            {
-                path = credentials + "/" + path
-            }
+            let path = Credential.path(file: file, name: credential, environment: environment) ?? file
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw SettingsError(key: "api-key-file", "cannot read the API key file \(path)")
             }
             key = String(decoding: data, as: UTF8.self)
         } else if let variable = environment["FLICKR_API_KEY"], !variable.isEmpty {
             key = variable
-        } else if let credentials = environment["CREDENTIALS_DIRECTORY"] {
-            key = FileManager.default.contents(atPath: credentials + "/" + credential).map {
-                String(decoding: $0, as: UTF8.self)
-            }
         } else {
-            key = nil
+            key = Credential.path(file: nil, name: credential, environment: environment)
+                .flatMap { FileManager.default.contents(atPath: $0) }.map { String(decoding: $0, as: UTF8.self) }
         }
         let trimmed = String(
             String.UnicodeScalarView((key ?? "").unicodeScalars.drop { $0.properties.isWhitespace }.reversed()

@@ -74,20 +74,8 @@ package struct ShareSettings: Sendable, Equatable {
     /// without a file the credential share-password is used), or nil when none is set up; an empty file
     /// counts as none.
     package func password(environment: [String: String]) throws(SettingsError) -> String? {
-        var path: String?
-        if let passwordFile {
-            path = passwordFile
-            if !passwordFile.hasPrefix("/"), let credentials = environment["CREDENTIALS_DIRECTORY"],
-                FileManager.default.fileExists(atPath: credentials + "/" + passwordFile)
-            {
-                path = credentials + "/" + passwordFile
-            }
-        } else if let credentials = environment["CREDENTIALS_DIRECTORY"],
-            FileManager.default.fileExists(atPath: credentials + "/" + Self.passwordCredential)
-        {
-            path = credentials + "/" + Self.passwordCredential
-        }
-        guard let path else { return nil }
+        guard let path = Credential.path(file: passwordFile, name: Self.passwordCredential, environment: environment)
+        else { return nil }
         guard let data = FileManager.default.contents(atPath: path) else {
             // The path is told, never the contents.
             throw SettingsError(key: "share-password-file", "cannot read the share password file \(path)")
