@@ -1,6 +1,13 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+/// fieldlog's own library targets, for the targets that test all of them.
+let everyLayer: [Target.Dependency] = [
+    "WalkModel", "SystemIO", "WalkJournal", "Recording", "Thumbnailing", "Photos", "Sharing",
+    "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
+    "Exports", "LivePage", "FieldLogDaemon",
+]
+
 let package = Package(
     name: "fieldlog",
     products: [
@@ -248,18 +255,7 @@ let package = Package(
         // (`swift test --filter UnitTests`).
         .testTarget(
             name: "UnitTests",
-            dependencies: [
-                "WalkModel",
-                "SystemIO",
-                "WalkJournal",
-                "Recording",
-                "Thumbnailing",
-                "Photos",
-                "Sharing",
-                "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
-                "Exports",
-                "LivePage",
-                "FieldLogDaemon",
+            dependencies: everyLayer + [
                 "WalkSimulation",
                 "FieldLogTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -270,18 +266,7 @@ let package = Package(
         // cgroups; each test says what it needs and is skipped, with the reason, where it is missing.
         .testTarget(
             name: "IntegrationTests",
-            dependencies: [
-                "WalkModel",
-                "SystemIO",
-                "WalkJournal",
-                "Recording",
-                "Thumbnailing",
-                "Photos",
-                "Sharing",
-                "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
-                "Exports",
-                "LivePage",
-                "FieldLogDaemon",
+            dependencies: everyLayer + [
                 "WalkSimulation",
                 "FieldLogTestSupport",
                 .product(name: "Logging", package: "swift-log"),
