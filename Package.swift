@@ -148,7 +148,9 @@ let package = Package(
         // A walk as JSON, GPX, GeoJSON, one HTML page, and the lines `fieldlog tail` prints.
         .target(
             name: "Exports",
-            dependencies: ["WalkModel", "WalkJournal"]
+            dependencies: ["WalkModel", "WalkJournal"],
+            // The page's markup and stylesheet as files, compiled into the binary (no Bundle, no Foundation).
+            resources: [.embedInCode("Page/page.html"), .embedInCode("Page/page.css")]
         ),
         // The live page: its HTTP service, the walk's events as they are journaled, the connection guard.
         .target(
@@ -167,7 +169,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-            ]
+            ],
+            resources: [.embedInCode("Page/live.js")]
         ),
         // The daemon assembled: the settings and the config file, systemd, the services started from a
         // validated configuration.

@@ -38,70 +38,57 @@ package enum HTMLExport {
 
     package static func render(_ log: WalkLog, isCached: (String) -> Bool, images: Images, live: Live?) -> [UInt8] {
         var out = ByteWriter(capacity: 64 * 1024 + log.milestones.count * 2048)
-        out.append(
-            """
-            <!DOCTYPE html>
-            <html lang="en">
-            <head>
-            <meta charset="utf-8">
-            <meta name="viewport" content="width=device-width, initial-scale=1">
-            <meta name="color-scheme" content="light dark">
-
-            """)
-        out.append("<meta http-equiv=\"Content-Security-Policy\" content=\"")
-        out.append(live == nil ? contentSecurityPolicy : liveContentSecurityPolicy)
-        out.append("\">\n<meta name=\"generator\" content=\"fieldlog\">\n")
-        if live != nil { out.append("<script src=\"/live.js\" defer></script>\n") }
-        out.append("<title>Walk ")
-        out.appendXMLText(log.id)
-        out.append("</title>\n<style>\n")
-        out.append(style)
-        out.append("</style>\n</head>\n")
-        if let live {
-            out.append("<body data-walk=\"")
-            out.appendXMLText(log.id)
-            out.append("\" data-seq=\"")
-            out.append(live.seq)
-            out.append("\">\n")
-        } else {
-            out.append("<body>\n")
+        PageTemplate.page.render(to: &out) { slot, out in
+            switch slot {
+            case .contentSecurityPolicy:
+                out.append(live == nil ? contentSecurityPolicy : liveContentSecurityPolicy)
+            case .liveScript:
+                if live != nil { out.append("<script src=\"/live.js\" defer></script>\n") }
+            case .walkID:
+                out.appendXMLText(log.id)
+            case .style:
+                out.append(bytes: PageTemplate.style)
+            case .bodyAttributes:
+                guard let live else { break }
+                out.append(" data-walk=\"")
+                out.appendXMLText(log.id)
+                out.append("\" data-seq=\"")
+                out.append(live.seq)
+                out.append("\"")
+            case .walkName:
+                out.appendXMLText(log.id.isEmpty ? "not started yet" : log.id)
+            case .summary:
+                appendSummary(log, to: &out)
+            case .status:
+                guard let live else { break }
+                out.append("<p id=\"status\" class=\"status\" role=\"status\">")
+                out.appendXMLText(live.status)
+                out.append("</p>\n")
+            case .track:
+                TrackSVG.append(log, to: &out)
+            case .cards:
+                for milestone in shown(log, live).reversed() {
+                    appendCard(milestone, log: log, isCached: isCached, images: images, to: &out)
+                }
+            case .paging:
+                if live != nil, let oldest = shown(log, live).first, oldest.index > log.milestones.first!.index {
+                    out.append("<nav class=\"paging\"><a id=\"older\" href=\"/?before=")
+                    out.append(oldest.index)
+                    out.append("\">Older milestones</a></nav>\n")
+                }
+            }
         }
-        out.append("<header>\n<h1>Walk ")
-        out.appendXMLText(log.id.isEmpty ? "not started yet" : log.id)
-        out.append("</h1>\n")
-        appendSummary(log, to: &out)
-        if let live {
-            out.append("<p id=\"status\" class=\"status\" role=\"status\">")
-            out.appendXMLText(live.status)
-            out.append("</p>\n")
-        }
-        out.append("</header>\n")
-        TrackSVG.append(log, to: &out)
-        out.append(
-            """
-            <input type="radio" name="view" id="view-list" checked><label for="view-list">Newest first</label>
-            <input type="radio" name="view" id="view-grid"><label for="view-grid">Grid</label>
-            <input type="checkbox" id="only-starred"><label for="only-starred">★ Favourites only</label>
-            <main class="cards">
+        return out.bytes
+    }
 
-            """)
+    /// The milestones on the page: all of them in the export, one page of them on the live page.
+    private static func shown(_ log: WalkLog, _ live: Live?) -> ArraySlice<Milestone> {
         var shown = log.milestones[...]
         if let live {
             if let before = live.before { shown = shown.prefix { $0.index < before } }
             shown = shown.suffix(live.pageSize)
         }
-        for milestone in shown.reversed() {
-            appendCard(milestone, log: log, isCached: isCached, images: images, to: &out)
-        }
-        out.append("</main>\n")
-        if live != nil, let oldest = shown.first, oldest.index > log.milestones.first!.index {
-            out.append("<nav class=\"paging\"><a id=\"older\" href=\"/?before=")
-            out.append(oldest.index)
-            out.append("\">Older milestones</a></nav>\n")
-        }
-        out.append("<footer>Recorded by fieldlog. Photos belong to their owners; see each licence.</footer>\n")
-        out.append("</body>\n</html>\n")
-        return out.bytes
+        return shown
     }
 
     /// The export loads nothing at all; the live page loads its script, thumbnails and events from its server.
@@ -257,43 +244,4 @@ package enum HTMLExport {
         out.append(String(clock))
         out.append(" UTC</time>")
     }
-
-    private static let style = """
-        :root { --accent: #2a7a4b; --muted: #6b6b6b; --card: #f4f4f0; }
-        @media (prefers-color-scheme: dark) { :root { --card: #222; --muted: #aaa; } }
-        body { font: 16px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 60rem; padding: 0.75rem; }
-        h1 { font-size: 1.3rem; margin: 0.25rem 0; overflow-wrap: anywhere; }
-        .summary { display: grid; grid-template-columns: repeat(auto-fit, minmax(9rem, 1fr)); gap: 0.25rem 1rem; margin: 0.5rem 0; padding: 0; list-style: none; color: var(--muted); font-size: 0.8rem; }
-        .summary b { display: block; color: initial; font-size: 1rem; }
-        svg.track { width: 100%; height: auto; max-height: 70vh; background: var(--card); border-radius: 0.5rem; }
-        svg.track .seg { fill: none; stroke: var(--accent); stroke-width: 3; stroke-linejoin: round; }
-        svg.track .gap { fill: none; stroke: var(--muted); stroke-width: 2; stroke-dasharray: 4 4; }
-        svg.track .ms circle { fill: #fff; stroke: #333; stroke-width: 2; }
-        svg.track .ms.starred circle { fill: gold; }
-        svg.track text { font: 600 18px system-ui, sans-serif; text-anchor: middle; dominant-baseline: central; fill: #111; }
-        svg.track .start circle { fill: #1a9641; } svg.track .end circle { fill: #d7191c; }
-        svg.track .start text, svg.track .end text { fill: #fff; }
-        input { margin: 1rem 0.25rem 1rem 0; } label { margin-right: 1rem; }
-        .cards { display: flex; flex-direction: column; gap: 0.75rem; }
-        .card { background: var(--card); border-radius: 0.5rem; padding: 0.6rem 0.75rem; break-inside: avoid; }
-        .card h2 { font-size: 1.05rem; margin: 0; }
-        .card .when { color: var(--muted); margin: 0.1rem 0 0.4rem; font-size: 0.9rem; }
-        .card figure { margin: 0; }
-        .card img { display: block; width: 100%; max-width: 320px; height: auto; border-radius: 0.25rem; }
-        .card figcaption { font-size: 0.85rem; margin-top: 0.3rem; overflow-wrap: anywhere; }
-        .missing { color: var(--muted); font-style: italic; }
-        .status { margin: 0.25rem 0 0.5rem; padding: 0.3rem 0.5rem; border-left: 3px solid var(--accent); background: var(--card); font-size: 0.85rem; }
-        .status.stale { opacity: 0.5; }
-        .paging { margin: 1rem 0; text-align: center; }
-        .star { color: #c99700; }
-        #view-grid:checked ~ .cards { display: grid; grid-template-columns: repeat(3, 1fr); gap: 0.4rem; }
-        #view-grid:checked ~ .cards .card { padding: 0.3rem; }
-        #view-grid:checked ~ .cards figcaption, #view-grid:checked ~ .cards .when { display: none; }
-        #view-grid:checked ~ .cards h2 { font-size: 0.8rem; }
-        #only-starred:checked ~ .cards .card:not(.starred) { display: none; }
-        footer { color: var(--muted); font-size: 0.8rem; margin: 1.5rem 0; }
-        @media (max-width: 40rem) { svg.track { max-height: 45vh; } }
-        @media print { input, label { display: none; } svg.track { max-height: none; } .card { page-break-inside: avoid; } a { color: inherit; } }
-
-        """
 }

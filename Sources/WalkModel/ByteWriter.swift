@@ -14,6 +14,10 @@ package struct ByteWriter {
         text.withUTF8 { bytes.append(contentsOf: $0) }
     }
 
+    package mutating func append(bytes more: some Sequence<UInt8>) {
+        bytes.append(contentsOf: more)
+    }
+
     package mutating func append(_ value: Int) {
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
         appendDigits(UInt64(value.magnitude), width: 1)

@@ -420,3 +420,14 @@ private let starredWalk: WalkLog = {
     #expect(svg.components(separatedBy: "class=\"seg\"").count - 1 == 24)
     #expect(svg.components(separatedBy: "class=\"gap\"").count - 1 == 23)
 }
+
+@Test func thePageFileHasEverySlotOnceInPageOrder() {
+    // Page/page.html is edited by hand: a slot lost, doubled or misspelt would show on every page.
+    let slots = PageTemplate.page.parts.compactMap { part -> PageTemplate.Slot? in
+        if case let .slot(slot) = part { slot } else { nil }
+    }
+    #expect(slots == PageTemplate.Slot.allCases)
+    let html = text(closedWalk, .html)
+    #expect(html.contains("<style>\n" + String(decoding: PageTemplate.style, as: UTF8.self) + "</style>"))
+    #expect(!html.contains("{{") && !html.contains("}}"))
+}
