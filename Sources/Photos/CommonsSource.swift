@@ -1,8 +1,6 @@
 import AsyncHTTPClient
 import FoundationEssentials
 import NIOCore
-import NIOSSL
-import Synchronization
 import WalkModel
 
 /// Photos from Wikimedia Commons, which needs no key: one MediaWiki Action API request finds the files near
@@ -49,7 +47,7 @@ public struct CommonsSource: PhotoSource {
         self.endpoint = endpoint
         endpointHost = host.lowercased()
         acceptsLoopbackImages = scheme == "http"
-        client = try Self.client(trusting: caFile)
+        client = try HTTPFetch.client(trusting: caFile, option: "--commons-ca-file")
         self.budget = budget
         self.userAgent = userAgent
         self.timeout = timeout
@@ -66,29 +64,6 @@ public struct CommonsSource: PhotoSource {
         return "fieldlog/\(printable(version)) (\(printable(reach ?? "no contact configured")))"
     }
 
-    /// One client per CA file for the life of the process; it follows no redirects.
-    private static let clients = Mutex<[String: HTTPClient]>([:])
-
-    private static func client(trusting caFile: String?) throws(PhotoSourceError) -> HTTPClient {
-        do {
-            return try clients.withLock { clients in
-                if let client = clients[caFile ?? ""] { return client }
-                var tls = TLSConfiguration.makeClientConfiguration()
-                if let caFile {
-                    tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMFile(caFile))]
-                }
-                let client = HTTPClient(
-                    eventLoopGroupProvider: .singleton,
-                    configuration: .init(
-                        tlsConfiguration: tls, redirectConfiguration: .disallow,
-                        timeout: .init(connect: .seconds(10), read: .seconds(30))))
-                clients[caFile ?? ""] = client
-                return client
-            }
-        } catch {
-            throw PhotoSourceError(.fatal, "--commons-ca-file \(caFile ?? ""): not a readable PEM certificate (\(error))")
-        }
-    }
 
     public func search(latitude: Double, longitude: Double, radius: Double) async throws(PhotoSourceError)
         -> [PhotoCandidate]

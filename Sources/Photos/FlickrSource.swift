@@ -1,9 +1,6 @@
 import AsyncHTTPClient
 import FoundationEssentials
 import NIOCore
-import NIOSSL
-import Synchronization
-import SystemIO
 import WalkModel
 
 /// Photos from Flickr's `flickr.photos.search`, nearest first.
@@ -53,7 +50,7 @@ public struct FlickrSource: PhotoSource {
         if let client {
             self.client = client
         } else {
-            self.client = try Self.client(trusting: caFile)
+            self.client = try HTTPFetch.client(trusting: caFile, option: "--flickr-ca-file")
         }
         self.budget = budget
         self.timeout = timeout
@@ -62,29 +59,6 @@ public struct FlickrSource: PhotoSource {
         preferredSizes = thumbnailSize <= 320 ? ["url_z", "url_n", "url_l"] : ["url_l", "url_z", "url_n"]
     }
 
-    /// One client per CA file for the life of the process (an HTTPClient must be shut down before it is
-    /// released; these never are): no redirects, since a redirect could lead anywhere, over plain http too.
-    private static let clients = Mutex<[String: HTTPClient]>([:])
-
-    private static func client(trusting caFile: String?) throws(PhotoSourceError) -> HTTPClient {
-        do {
-            return try clients.withLock { clients in
-                if let client = clients[caFile ?? ""] { return client }
-                var tls = TLSConfiguration.makeClientConfiguration()
-                if let caFile {
-                    tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMFile(caFile))]
-                }
-                let configuration = HTTPClient.Configuration(
-                    tlsConfiguration: tls, redirectConfiguration: .disallow,
-                    timeout: .init(connect: .seconds(10), read: .seconds(30)))
-                let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-                clients[caFile ?? ""] = client
-                return client
-            }
-        } catch {
-            throw PhotoSourceError(.fatal, "--flickr-ca-file \(caFile ?? ""): not a readable PEM certificate (\(error))")
-        }
-    }
 
     /// https from Flickr's static hosts, or from the endpoint's own host (a proxy or a test server): an
     /// answer must not send fieldlog to any other host, nor anywhere over plain http.
@@ -137,55 +111,19 @@ public struct FlickrSource: PhotoSource {
         -> [UInt8]
     {
         await budget.acquire()
+        let answer: HTTPFetch.Answer
         do {
-            // The client's own deadline ends when the response head arrives: a body that trickles or never
-            // ends is cut off here.
-            return try await Self.within(timeout) { [client] in
-                var request = HTTPClientRequest(url: url)
-                request.headers.add(name: "User-Agent", value: "fieldlog")
-                let response = try await client.execute(request, timeout: timeout)
-                switch response.status.code {
-                case 200:
-                    break
-                case 429, 500...599:
-                    throw PhotoSourceError(.temporary, "\(what): HTTP \(response.status.code)")
-                default:
-                    throw PhotoSourceError(.permanent, "\(what): HTTP \(response.status.code)")
-                }
-                let buffer = try await response.body.collect(upTo: limit)
-                return Array(buffer.readableBytesView)
-            }
-        } catch let error as PhotoSourceError {
-            throw error
-        } catch is DeadlineExceeded {
-            throw PhotoSourceError(.temporary, "\(what): no complete answer within \(timeout.nanoseconds / 1_000_000_000) s")
-        } catch let error as NIOTooManyBytesError {
-            _ = error
-            throw PhotoSourceError(.permanent, "\(what): response larger than \(limit) bytes")
-        } catch is CancellationError {
-            throw PhotoSourceError(.temporary, "\(what): cancelled")
+            answer = try await HTTPFetch.get(
+                url, headers: [("User-Agent", "fieldlog")], client: client, timeout: timeout, limit: limit)
         } catch {
-            // Transport errors (refused, reset, DNS, TLS) are worth retrying; their text never holds the URL,
-            // but redact anyway in case a library changes that.
-            throw PhotoSourceError(.temporary, redact("\(what): \(error)"))
+            // A transport error's text never holds the URL, but redact anyway in case a library changes that.
+            let named = error.named(what, timeout: timeout, limit: limit)
+            throw PhotoSourceError(named.kind, redact(named.message))
         }
-    }
-
-    private struct DeadlineExceeded: Error {}
-
-    /// `work`'s result, or DeadlineExceeded once `timeout` has passed (`work` is then cancelled).
-    private static func within<T: Sendable>(
-        _ timeout: TimeAmount, _ work: @escaping @Sendable () async throws -> T
-    ) async throws -> T {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await work() }
-            group.addTask {
-                try await sleepOnEventLoop(for: .nanoseconds(max(timeout.nanoseconds, 0)))
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let value = first else { throw DeadlineExceeded() }
-            return value
+        switch answer.status {
+        case 200: return answer.body
+        case 429, 500...599: throw PhotoSourceError(.temporary, "\(what): HTTP \(answer.status)")
+        default: throw PhotoSourceError(.permanent, "\(what): HTTP \(answer.status)")
         }
     }
 

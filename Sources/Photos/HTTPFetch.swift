@@ -1,5 +1,7 @@
 import AsyncHTTPClient
 import NIOCore
+import NIOSSL
+import Synchronization
 import SystemIO
 
 /// One GET, body included, within a deadline and a size: a body that trickles or never ends is cut off. It
@@ -30,9 +32,14 @@ package enum HTTPFetch {
                 let response = try await client.execute(request, timeout: timeout)
                 let retryAfter = response.headers.first(name: "Retry-After").flatMap { Double($0) }
                     .flatMap { $0.isFinite && $0 >= 0 ? min($0, 600) : nil }
-                // Error pages are read too (bounded), so the connection can be reused.
-                let buffer = try await response.body.collect(upTo: response.status.code == 200 ? limit : 64 << 10)
-                return Answer(status: response.status.code, body: Array(buffer.readableBytesView), retryAfter: retryAfter)
+                guard response.status.code == 200 else {
+                    // Error pages are read too, so the connection can be reused; one too long to read does
+                    // not change what the status says.
+                    let page = try? await response.body.collect(upTo: 64 << 10)
+                    return Answer(status: response.status.code, body: page.map { Array($0.readableBytesView) } ?? [], retryAfter: retryAfter)
+                }
+                let buffer = try await response.body.collect(upTo: limit)
+                return Answer(status: 200, body: Array(buffer.readableBytesView), retryAfter: retryAfter)
             }
         } catch is DeadlineExceeded {
             throw .deadline
@@ -42,6 +49,32 @@ package enum HTTPFetch {
             throw .cancelled
         } catch {
             throw .transport("\(error)")
+        }
+    }
+
+    /// One client per CA file for the life of the process (an HTTPClient must be shut down before it is
+    /// released; these never are). It follows no redirects, since a redirect could lead anywhere.
+    private static let clients = Mutex<[String: HTTPClient]>([:])
+
+    /// The client trusting `caFile` (PEM) besides the system's roots; `option` names the file in the error.
+    package static func client(trusting caFile: String?, option: String) throws(PhotoSourceError) -> HTTPClient {
+        do {
+            return try clients.withLock { clients in
+                if let client = clients[caFile ?? ""] { return client }
+                var tls = TLSConfiguration.makeClientConfiguration()
+                if let caFile {
+                    tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMFile(caFile))]
+                }
+                let client = HTTPClient(
+                    eventLoopGroupProvider: .singleton,
+                    configuration: .init(
+                        tlsConfiguration: tls, redirectConfiguration: .disallow,
+                        timeout: .init(connect: .seconds(10), read: .seconds(30))))
+                clients[caFile ?? ""] = client
+                return client
+            }
+        } catch {
+            throw PhotoSourceError(.fatal, "\(option) \(caFile ?? ""): not a readable PEM certificate (\(error))")
         }
     }
 
