@@ -235,8 +235,21 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // What the tests share: the harness (temporary directories, the fieldlog binary, gpsfake), and fakes of
-        // Flickr and gpsd on loopback.
+        // Fakes of Flickr, Wikimedia Commons and gpsd on loopback, over one HTTP server (LoopbackHTTPServer) for
+        // the web services. Without Testing, so that the benchmarks' fieldlog-fakes serves the same fake Flickr
+        // the tests use.
+        .target(
+            name: "FieldLogFakes",
+            dependencies: [
+                "WalkModel",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        // What the tests share: the harness (temporary directories, the fieldlog binary, gpsfake), an OwnTracks
+        // Recorder and a Mosquitto broker; the fakes of FieldLogFakes.
         .target(
             name: "FieldLogTestSupport",
             dependencies: [
@@ -245,10 +258,7 @@ let package = Package(
                 "WalkJournal",
                 "Sharing",
                 "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                "FieldLogFakes",
             ]
         ),
         // Seconds, and nothing but the toolchain: no gpsd, browser, root or fieldlog binary
@@ -257,6 +267,7 @@ let package = Package(
             name: "UnitTests",
             dependencies: everyLayer + [
                 "WalkSimulation",
+                "FieldLogFakes",
                 "FieldLogTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -268,6 +279,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: everyLayer + [
                 "WalkSimulation",
+                "FieldLogFakes",
                 "FieldLogTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

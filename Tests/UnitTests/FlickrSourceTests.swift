@@ -1,5 +1,5 @@
 
-import FieldLogTestSupport
+import FieldLogFakes
 import Foundation
 import NIOCore
 import Testing
