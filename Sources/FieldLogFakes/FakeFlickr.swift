@@ -80,6 +80,8 @@ package final class FakeFlickr: @unchecked Sendable {
     private var requestLog: [String] = []
     /// Photo entries sent as they are instead of the photos' own (hostile answers).
     private var crafted: [[String: Any]]?
+    /// The image of the photo near every search, and how many searches found one.
+    private var nearby: (jpeg: [UInt8], searches: Int)?
     private var server: LoopbackHTTPServer?
     package private(set) var port = 0
 
@@ -96,6 +98,11 @@ package final class FakeFlickr: @unchecked Sendable {
     /// Every search answers these photo entries first, then the photos within the radius.
     package func setCrafted(_ entries: [[String: Any]]?) { lock.withLock { crafted = entries } }
     package var requests: [String] { lock.withLock { requestLog } }
+
+    /// From now on every search also finds one photo 20 m north-east of its point, taken ten minutes after the
+    /// one the search before found (so no two are one burst), and every image not added is `jpeg`: photos for
+    /// a walk of any length anywhere, for the benchmarks (`fieldlog-fakes flickr`).
+    package func placePhotoNearEverySearch(jpeg: [UInt8]) { lock.withLock { nearby = (jpeg, 0) } }
 
     /// Starts listening on `port` (0: any free port). With `tls`, it serves https with the test certificate of
     /// Tests/Fixtures/tls (signed by its ca.pem).
@@ -120,7 +127,10 @@ package final class FakeFlickr: @unchecked Sendable {
         if path.hasPrefix("/img/") {
             let id = String(path.dropFirst(5).dropLast(4))
             return lock.withLock {
-                guard let photo = photos.first(where: { $0.id == id }) else { return .whole(.notFound, contentType: "text/html", html) }
+                guard let photo = photos.first(where: { $0.id == id }) else {
+                    if let nearby { return .whole(.ok, contentType: "image/jpeg", nearby.jpeg) }
+                    return .whole(.notFound, contentType: "text/html", html)
+                }
                 switch imageFaults[id] {
                 case nil: return .whole(.ok, contentType: "image/jpeg", photo.jpeg)
                 case .notFound: return .whole(.notFound, contentType: "text/html", html)
@@ -173,7 +183,8 @@ package final class FakeFlickr: @unchecked Sendable {
 
     private func searchResult(lat: Double, lon: Double, radiusKm: Double) -> [UInt8] {
         lock.withLock {
-            let found = photos.map { ($0, Geodesy.distance(lat, lon, $0.latitude, $0.longitude)) }
+            var found = nearbyPhoto(lat: lat, lon: lon).map { [($0, 0.0)] } ?? []
+            found += photos.map { ($0, Geodesy.distance(lat, lon, $0.latitude, $0.longitude)) }
                 .filter { $0.1 <= radiusKm * 1000 }
                 .sorted { $0.1 < $1.1 }
             func number(_ value: Double) -> Any { numbersAsStrings ? String(value) : value }
@@ -198,6 +209,23 @@ package final class FakeFlickr: @unchecked Sendable {
             ]
             return Array(try! JSONSerialization.data(withJSONObject: root))
         }
+    }
+
+    /// The photo near this search's point, when every search finds one; the caller holds the lock.
+    private func nearbyPhoto(lat: Double, lon: Double) -> Photo? {
+        guard let jpeg = nearby?.jpeg else { return nil }
+        nearby?.searches += 1
+        let taken = DateFormatter()
+        taken.locale = Locale(identifier: "en_US_POSIX")
+        taken.timeZone = TimeZone(identifier: "UTC")
+        taken.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        // 2024-05-18 09:00:00 UTC, and ten minutes more for each search.
+        let time = Date(timeIntervalSince1970: 1_716_022_800 + 600 * Double(nearby?.searches ?? 0))
+        func digits(_ degrees: Double) -> String { String(abs(Int((degrees * 1e5).rounded(.toNearestOrEven)))) }
+        return Photo(
+            id: digits(lat) + digits(lon), latitude: lat + 0.00013, longitude: lon + 0.00022,
+            title: String(format: "Near %.4f, %.4f", lat, lon), ownerName: "Bench", taken: taken.string(from: time),
+            jpeg: jpeg)
     }
 
     /// A valid JPEG header claiming 60000 x 60000 pixels, and almost nothing after it.
