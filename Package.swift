@@ -248,6 +248,14 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // The fake Flickr as a process, for bench/ and reliability/ (tools/fieldlog_tools.py starts it).
+        .executableTarget(
+            name: "fieldlog-fakes",
+            dependencies: [
+                "FieldLogFakes",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         // What the tests share: the harness (temporary directories, the fieldlog binary, gpsfake), an OwnTracks
         // Recorder and a Mosquitto broker; the fakes of FieldLogFakes.
         .target(
