@@ -238,8 +238,29 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // What the tests share: the harness (temporary directories, the fieldlog binary, gpsfake), and fakes of
-        // Flickr and gpsd on loopback.
+        // Fakes of Flickr, Wikimedia Commons and gpsd on loopback, over one HTTP server (LoopbackHTTPServer) for
+        // the web services. Without Testing, so that the benchmarks' fieldlog-fakes serves the same fake Flickr
+        // the tests use.
+        .target(
+            name: "FieldLogFakes",
+            dependencies: [
+                "WalkModel",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        // The fake Flickr as a process, for bench/ and reliability/ (tools/fieldlog_tools.py starts it).
+        .executableTarget(
+            name: "fieldlog-fakes",
+            dependencies: [
+                "FieldLogFakes",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // What the tests share: the harness (temporary directories, the fieldlog binary, gpsfake), an OwnTracks
+        // Recorder and a Mosquitto broker; the fakes of FieldLogFakes.
         .target(
             name: "FieldLogTestSupport",
             dependencies: [
@@ -248,10 +269,7 @@ let package = Package(
                 "WalkJournal",
                 "Sharing",
                 "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                "FieldLogFakes",
             ]
         ),
         // Seconds, and nothing but the toolchain: no gpsd, browser, root or fieldlog binary
@@ -260,6 +278,7 @@ let package = Package(
             name: "UnitTests",
             dependencies: everyLayer + [
                 "WalkSimulation",
+                "FieldLogFakes",
                 "FieldLogTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -271,6 +290,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: everyLayer + [
                 "WalkSimulation",
+                "FieldLogFakes",
                 "FieldLogTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Several fieldlog builds and gpxlogger side by side on one 1 Hz replay: CPU, wake-ups and resident memory.
 
-    bench/side-by-side.py BINARY [BINARY ...] [--seconds 300] [--photos | --both] [--cold]
+    bench/side-by-side.py BINARY [BINARY ...] [--seconds 300] [--photos | --both] [--fakes DIR] [--cold]
 
 For a change to the recorder or its link: each BINARY records the same generated walk, all at once with
-gpxlogger on one gpsd fed one fix a second, with no photo source (or with --photos, from bench/fake_flickr.py
-on loopback; with --both, each BINARY twice, without photos and with them). Printed for each: CPU seconds per
-walked hour after start-up (from the moment every fieldlog has journaled its first fix to the end, the run
-time of its threads), wake-ups per fix over the same span (voluntary context switches), and after --seconds
-where its resident memory is (walkbench.resident_kb: the executable's code, its other mappings, libraries,
-anonymous memory). Copy a binary before rebuilding it: each path is measured as it is when this runs.
+gpxlogger on one gpsd fed one fix a second, with no photo source (or with --photos, from the fake Flickr on
+loopback: `fieldlog-fakes flickr`, from --fakes or built; with --both, each BINARY twice, without photos and
+with them). Printed for each: CPU seconds per walked hour after start-up (from the moment every fieldlog has
+journaled its first fix to the end, the run time of its threads), wake-ups per fix over the same span
+(voluntary context switches), and after --seconds where its resident memory is (walkbench.resident_kb: the
+executable's code, its other mappings, libraries, anonymous memory). Copy a binary before rebuilding it: each
+path is measured as it is when this runs.
 
 Resident memory depends on the page cache: the kernel's fault-around maps the cached pages within 64 KB of
 each page a process touches. So each executable (gpxlogger's too) is read whole into the page cache first, as
@@ -30,8 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tools")]
 import walkbench  # noqa: E402
-from fieldlog_tools import photo_sources, start_gpsfake, stop  # noqa: E402
-from fake_flickr import API_KEY, FakeFlickr  # noqa: E402
+from fieldlog_tools import photo_sources, start_fake_flickr, start_gpsfake, stop  # noqa: E402
 
 
 def main():
@@ -41,6 +41,7 @@ def main():
     photos = parser.add_mutually_exclusive_group()
     photos.add_argument("--photos", action="store_true", help="each binary fetches photos from the fake Flickr")
     photos.add_argument("--both", action="store_true", help="each binary twice: without photos, then with them")
+    parser.add_argument("--fakes", help="a swift build bin directory holding fieldlog-fakes (default: build it)")
     parser.add_argument("--cold", action="store_true", help="executables out of the page cache, readahead off")
     args = parser.parse_args()
     binaries = [os.path.abspath(b) for b in args.binaries]
@@ -49,7 +50,8 @@ def main():
     subprocess.run([sys.executable, str(HERE / "walk.py"), str((args.seconds + 60) / 3600), str(capture)], check=True)
     # (binary, fetches photos), in the order printed.
     runs = [(b, p) for b in binaries for p in ((False, True) if args.both else (args.photos,))]
-    flickr = FakeFlickr(HERE.parent / "demo/photos/Bridge_by_Sander_Klootwijk.jpg") if args.photos or args.both else None
+    flickr = (start_fake_flickr(HERE.parent / "demo/photos/Bridge_by_Sander_Klootwijk.jpg", args.fakes)
+              if args.photos or args.both else None)
     photo_args = ["--flickr-endpoint", flickr.endpoint, "--flickr-rate", "100000000"] if flickr else []
     # Each build's photo source as before Commons (an older build cannot be given --photo-sources).
     sources = [photo_sources(binary, "flickr" if with_photos else "none") for binary, with_photos in runs]
@@ -70,7 +72,7 @@ def main():
             processes.append(subprocess.Popen(
                 [binary, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", str(state / "state"),
                  "--cache-dir", str(state / "cache"), *(photo_args if with_photos else []), *sources[index]],
-                env=dict(os.environ, FIELDLOG_CONFIG="/dev/null", FLICKR_API_KEY=API_KEY if with_photos else ""),
+                env=dict(os.environ, FIELDLOG_CONFIG="/dev/null", FLICKR_API_KEY=flickr.api_key if with_photos else ""),
                 stderr=subprocess.DEVNULL))
         gpxlogger = subprocess.Popen([gpxlogger_path, "-e", "sockets", "-f", str(work / "gpxlogger.gpx"),
                                       f"127.0.0.1:{port}"], stderr=subprocess.DEVNULL)

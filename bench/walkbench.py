@@ -23,8 +23,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tools")]
-from fake_flickr import API_KEY, FakeFlickr  # noqa: E402
-from fieldlog_tools import photo_sources, start_gpsfake, stop  # noqa: E402
+from fieldlog_tools import photo_sources, start_fake_flickr, start_gpsfake, stop  # noqa: E402
 
 
 def memory_kb(pid):
@@ -170,7 +169,7 @@ def run_daemon(binary, capture, work, flickr):
     run_dir.mkdir(parents=True)
     sources = photo_sources(binary, "flickr" if flickr else "none")
     gpsfake, port = start_gpsfake(capture, log=work / "gpsfake.log")
-    env = dict(os.environ, FIELDLOG_CONFIG="/dev/null", FLICKR_API_KEY=API_KEY if flickr else "")
+    env = dict(os.environ, FIELDLOG_CONFIG="/dev/null", FLICKR_API_KEY=flickr.api_key if flickr else "")
     args = [binary, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", str(state),
             "--cache-dir", str(cache), "--photo-retry-max", "2", *sources]
     if flickr:
@@ -254,8 +253,8 @@ def spread(values, fmt="{:.2f}"):
     return f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}–{fmt.format(max(values))})"
 
 
-def daemon_section(binary, capture, work, reps, jpeg):
-    flickr = FakeFlickr(jpeg)
+def daemon_section(binary, capture, work, reps, jpeg, fakes):
+    flickr = start_fake_flickr(jpeg, fakes)
     photo_runs, plain_runs, gpx_runs = [], [], []
     load_before = os.getloadavg()[0]
     for rep in range(reps):
@@ -356,14 +355,14 @@ def worker_cpu_ms(binary, jpeg, count=20):
 WINDOW_LOOKS = 120
 
 
-def paced_section(binary, work, minutes, jpeg):
+def paced_section(binary, work, minutes, jpeg, fakes):
     """fieldlog with photos from the fake Flickr, fieldlog with no photo source, and gpxlogger, all on one
     gpsd fed in real time: one fix a second. The fast replay hides what fieldlog does per second of its own
     clock (thread wake-ups, the journal's fsync every 5 s, status.json); this shows it."""
     capture = work / f"walk-{minutes:g}min.nmea"
     if not capture.exists():
         subprocess.run([sys.executable, str(HERE / "walk.py"), str(minutes / 60), str(capture)], check=True)
-    flickr = FakeFlickr(jpeg)
+    flickr = start_fake_flickr(jpeg, fakes)
     run_dir = work / "paced"
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
@@ -373,8 +372,8 @@ def paced_section(binary, work, minutes, jpeg):
     procs, states = {}, {}
     # The same as "plain" with its journal in memory: what the journal's writes and fsyncs cost on this disk.
     memory_dir = Path(tempfile.mkdtemp(prefix="fieldlog-bench-", dir="/dev/shm")) if Path("/dev/shm").is_dir() else None
-    runs = [("photos", API_KEY, ["--flickr-endpoint", flickr.endpoint, "--flickr-rate", "100000000", *flickr_only],
-             run_dir),
+    runs = [("photos", flickr.api_key,
+             ["--flickr-endpoint", flickr.endpoint, "--flickr-rate", "100000000", *flickr_only], run_dir),
             ("plain", "", no_photos, run_dir)]  # No API key and no folder: no photo source.
     if memory_dir:
         runs.append(("tmpfs", "", no_photos, memory_dir))
@@ -766,22 +765,23 @@ def main():
     parser.add_argument("--out", default=str(HERE / "results"))
     parser.add_argument("--deb", help="the .deb deploy/build-deb made of --fieldlog, for its size")
     parser.add_argument("--jpeg", default=str(HERE.parent / "demo/photos/Bridge_by_Sander_Klootwijk.jpg"))
+    parser.add_argument("--fakes", help="a swift build bin directory holding fieldlog-fakes (default: build it)")
     parser.add_argument("--paced-only", action="store_true",
                         help="only the paced 1 Hz run (--paced-minutes long), printed, no files written")
     args = parser.parse_args()
     work, out = Path(args.work).resolve(), Path(args.out)
     work.mkdir(parents=True, exist_ok=True)
     if args.paced_only:
-        print(paced_section(str(Path(args.fieldlog).resolve()), work, args.paced_minutes, Path(args.jpeg)))
+        print(paced_section(str(Path(args.fieldlog).resolve()), work, args.paced_minutes, Path(args.jpeg), args.fakes))
         return
     out.mkdir(parents=True, exist_ok=True)
     capture = work / f"walk-{args.hours:g}h.nmea"
     if not capture.exists():
         subprocess.run([sys.executable, str(HERE / "walk.py"), str(args.hours), str(capture)], check=True)
     binary = str(Path(args.fieldlog).resolve())
-    daemon, journal = daemon_section(binary, capture, work, args.reps, Path(args.jpeg))
+    daemon, journal = daemon_section(binary, capture, work, args.reps, Path(args.jpeg), args.fakes)
     if args.paced_minutes > 0:
-        daemon += "\n" + paced_section(binary, work, args.paced_minutes, Path(args.jpeg))
+        daemon += "\n" + paced_section(binary, work, args.paced_minutes, Path(args.jpeg), args.fakes)
         daemon += "\n" + profile_section(binary, work, args.paced_minutes / 2)
     sections = {"daemon.md": daemon, "export.md": export_section(binary, journal, work, max(5, args.reps)),
                 "startup.md": startup_section(binary, work, max(5, args.reps), args.deb)}

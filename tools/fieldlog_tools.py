@@ -1,17 +1,22 @@
 """What bench/, reliability/ and deploy/order-symbols all need around a replay: a free port, gpsfake in a
-session of its own, waiting for it to listen, stopping a process with everything it started, and the photo
-sources of a `fieldlog run` pinned.
+session of its own, waiting for it to listen, stopping a process with everything it started, the photo
+sources of a `fieldlog run` pinned, and the fake Flickr (`fieldlog-fakes flickr`, the tests' FakeFlickr).
 
 Scripts import it with `sys.path.insert(0, str(REPO / "tools"))`.
 """
+import ctypes
 import functools
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 GPSFAKE = "/usr/bin/gpsfake"
+REPO = Path(__file__).resolve().parent.parent
 
 
 def photo_sources(binary, sources):
@@ -88,3 +93,44 @@ def stop(proc, sig=signal.SIGTERM, grace=10.0):
         except ProcessLookupError:
             pass
         return proc.wait()
+
+
+class FakeFlickr:
+    """A running `fieldlog-fakes flickr`: `endpoint` for --flickr-endpoint, `api_key` for FLICKR_API_KEY."""
+
+    def __init__(self, proc, endpoint, api_key):
+        self.proc, self.endpoint, self.api_key = proc, endpoint, api_key
+
+    def stop(self):
+        self.proc.stdout.close()
+        stop(self.proc)
+
+
+def start_fake_flickr(jpeg, build_dir=None):
+    """The tests' fake Flickr (Sources/FieldLogFakes) on a free port of 127.0.0.1, in the mode where every search
+    finds one photo 20 m north-east of its point, taken ten minutes after the one before, and every download
+    gets `jpeg`. Runs `fieldlog-fakes` from `build_dir` (a `swift build` bin directory that holds it); without
+    one, builds it first (`swift build -c release --product fieldlog-fakes`, messages to stderr).
+    Returns a FakeFlickr; call its stop()."""
+    if build_dir is None:
+        swift = shutil.which("swift") or "/opt/swift/usr/bin/swift"
+        release = [swift, "build", "-c", "release", "--product", "fieldlog-fakes"]
+        subprocess.run(release, cwd=REPO, check=True, stdout=sys.stderr)
+        build_dir = subprocess.run([*release, "--show-bin-path"], cwd=REPO, check=True, capture_output=True,
+                                   text=True).stdout.strip()
+    proc = subprocess.Popen([str(Path(build_dir) / "fieldlog-fakes"), "flickr", "--jpeg", str(jpeg)],
+                            stdout=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=_die_with_parent)
+    endpoint, api_key = proc.stdout.readline().strip(), proc.stdout.readline().strip()
+    if not api_key:
+        proc.stdout.close()
+        raise RuntimeError(f"fieldlog-fakes flickr exited {stop(proc)} before it served")
+    return FakeFlickr(proc, endpoint, api_key)
+
+
+_prctl = ctypes.CDLL(None).prctl  # looked up here, not in the forked child
+
+
+def _die_with_parent():
+    """In the child before exec: SIGTERM when the script that started it dies, however it dies, so that no fake
+    outlives a benchmark killed mid-run (prctl PR_SET_PDEATHSIG)."""
+    _prctl(1, signal.SIGTERM)

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import Testing
+import FieldLogFakes
 import FieldLogTestSupport
 import Photos
 import Thumbnailing
@@ -186,7 +187,7 @@ struct CommonsSourceTests {
         #expect(refused.kind == .temporary)
         #expect(commons.requests.isEmpty, "a request went over TLS that did not verify")
         let trusting = try CommonsSource(
-            endpoint: commons.endpoint, caFile: FakeFlickr.tlsFixtures + "/ca.pem", budget: RequestBudget(perHour: 360_000, burst: 100),
+            endpoint: commons.endpoint, caFile: LoopbackHTTPServer.tlsFixtures + "/ca.pem", budget: RequestBudget(perHour: 360_000, burst: 100),
             userAgent: Self.userAgent)
         let found = try await trusting.search(latitude: Self.here.lat, longitude: Self.here.lon, radius: 500)
         let candidate = try #require(found.first)

@@ -1,4 +1,5 @@
 
+import FieldLogFakes
 import FieldLogTestSupport
 import Foundation
 import NIOCore
@@ -56,7 +57,7 @@ struct FlickrHostileTests {
         expectKeyless(refused, "TLS")
         #expect(flickr.requests.isEmpty, "a request went over TLS that did not verify")
 
-        let trusting = try source(caFile: FakeFlickr.tlsFixtures + "/ca.pem")
+        let trusting = try source(caFile: LoopbackHTTPServer.tlsFixtures + "/ca.pem")
         let found = try await trusting.search(latitude: Self.here.lat, longitude: Self.here.lon, radius: 500)
         let candidate = try #require(found.first)
         #expect(candidate.imageURL.hasPrefix("https://127.0.0.1:"))
@@ -190,7 +191,7 @@ struct FlickrOutageTests {
         let gpsd = try await GPSFake(capture: capture, delay: 0.004, in: directory)
         let outcome = try await fieldlog(
             ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
-             "--flickr-endpoint", flickr.endpoint, "--flickr-ca-file", FakeFlickr.tlsFixtures + "/ca.pem",
+             "--flickr-endpoint", flickr.endpoint, "--flickr-ca-file", LoopbackHTTPServer.tlsFixtures + "/ca.pem",
              "--photo-retry-max", "1"],
             in: directory, environment: ["FLICKR_API_KEY": FakeFlickr.apiKey], timeout: 120)
         await gpsd.wait()

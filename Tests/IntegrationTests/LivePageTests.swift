@@ -1,4 +1,5 @@
 
+import FieldLogFakes
 import FieldLogTestSupport
 import Foundation
 import Logging

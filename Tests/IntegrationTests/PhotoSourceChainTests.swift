@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import Testing
+import FieldLogFakes
 import FieldLogTestSupport
 import Photos
 import Recording

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import WalkSimulation
+import FieldLogFakes
 import FieldLogTestSupport
 import WalkJournal
 import WalkModel

@@ -1,4 +1,5 @@
 import FieldLogDaemon
+import FieldLogFakes
 import FieldLogTestSupport
 import Foundation
 import Logging

@@ -1,5 +1,5 @@
 
-import FieldLogTestSupport
+import FieldLogFakes
 import Foundation
 import NIOCore
 import Testing
@@ -111,6 +111,30 @@ struct FlickrSourceTests {
             Issue.record("a body over the limit was accepted")
         } catch {
             #expect((error as? PhotoSourceError)?.kind == .permanent)
+        }
+    }
+
+    /// The benchmarks' mode (`fieldlog-fakes flickr`): a photo 20 m north-east of any point, ten minutes after
+    /// the last one found, its image the one JPEG given.
+    @Test func everySearchFindsAPhotoNearItsPointWhenAsked() async throws {
+        try await flickr.start()
+        defer { Task { await flickr.stop() } }
+        flickr.placePhotoNearEverySearch(jpeg: [0xFF, 0xD8, 0xFF, 0xD9])
+        var found: [PhotoCandidate] = []
+        for (lat, lon) in [(52.85, 5.31), (-33.9, 151.2)] {
+            let answer = try await source().search(latitude: lat, longitude: lon, radius: 100)
+            #expect(answer.count == 1)
+            let photo = try #require(answer.first)
+            #expect(abs(Geodesy.distance(lat, lon, photo.latitude, photo.longitude) - 20) < 5)
+            #expect(photo.latitude > lat && photo.longitude > lon)
+            #expect(photo.title == String(format: "Near %.4f, %.4f", lat, lon))
+            #expect(try await source().image(of: photo, limit: 100) == [0xFF, 0xD8, 0xFF, 0xD9])
+            found.append(photo)
+        }
+        #expect(found.map(\.id) == ["5285000531000", "339000015120000"])
+        #expect(found.map(\.taken) == ["2024-05-18 09:10:00", "2024-05-18 09:20:00"])
+        await #expect(throws: PhotoSourceError.self) {
+            _ = try await source(key: "wrong").search(latitude: 52.85, longitude: 5.31, radius: 100)
         }
     }
 

@@ -30,10 +30,9 @@ def load(name, path):
 
 
 sys.path.insert(0, str(REPO / "tools"))
-from fieldlog_tools import photo_sources, start_gpsfake, stop  # noqa: E402
+from fieldlog_tools import photo_sources, start_fake_flickr, start_gpsfake, stop  # noqa: E402
 
 walkgen = load("walkgen", REPO / "bench/walk.py")
-fakeflickr = load("fakeflickr", REPO / "bench/fake_flickr.py")
 
 
 # The walk ------------------------------------------------------------------------------------------------
@@ -398,6 +397,7 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--only", type=int, help="run only this trial number (to reproduce one)")
     p.add_argument("--fieldlog", default=str(REPO / ".build/debug/fieldlog"))
+    p.add_argument("--fakes", help="a swift build bin directory holding fieldlog-fakes (default: build it)")
     p.add_argument("--work", default="/tmp/fieldlog-powercut")
     p.add_argument("--pace", type=float, default=0.005, help="gpsfake's pause per sentence (2 per fix)")
     p.add_argument("--older-every", type=int, default=8, help="every Nth trial is the older-walk scenario")
@@ -407,10 +407,9 @@ def main():
         args.trials = 8
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
-    flickr = fakeflickr.FakeFlickr(REPO / "demo/photos/Bridge_by_Sander_Klootwijk.jpg")
-    flickr.server.handle_error = lambda *_: None  # fieldlog killed mid-request resets the connection
+    flickr = start_fake_flickr(REPO / "demo/photos/Bridge_by_Sander_Klootwijk.jpg", args.fakes)
     keyfile = Path(args.work) / "flickr-api-key"
-    keyfile.write_text(fakeflickr.API_KEY)
+    keyfile.write_text(flickr.api_key)
     walk = make_walk(400, 1_716_019_200)  # 2024-05-18 08:00 UTC, 400 s, 560 m
     numbers = [args.only] if args.only is not None else range(args.trials)
     results, started = [], time.monotonic()

@@ -1,8 +1,5 @@
 import Foundation
-import NIOCore
 import NIOHTTP1
-import NIOPosix
-import NIOSSL
 import WalkModel
 
 /// A stand-in for Wikimedia Commons on loopback: the Action API's geosearch with imageinfo and coordinates,
@@ -76,20 +73,13 @@ package final class FakeCommons: @unchecked Sendable {
         case huge
     }
 
-    private enum Response {
-        case whole(HTTPResponseStatus, String, [UInt8], headers: [(String, String)] = [])
-        case nothing
-        case trickle([UInt8])
-        case endless
-    }
-
     private let lock = NSLock()
     private var files: [File] = []
     private var fault = Fault.none
     /// Requests the fault applies to before the server answers normally again; nil: all.
     private var faultCount: Int?
     private var requestLog: [(uri: String, userAgent: String, time: Date)] = []
-    private var channel: (any Channel)?
+    private var server: LoopbackHTTPServer?
     package private(set) var port = 0
 
     package init() {}
@@ -111,92 +101,32 @@ package final class FakeCommons: @unchecked Sendable {
 
     /// With `tls`, it serves https with the test certificate of Tests/Fixtures/tls (signed by its ca.pem).
     package func start(tls: Bool = false) async throws {
-        let context = try tls ? NIOSSLContext(configuration: .makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(FakeFlickr.tlsFixtures + "/server.pem").map { .certificate($0) },
-            privateKey: .privateKey(try NIOSSLPrivateKey(file: FakeFlickr.tlsFixtures + "/server.key", format: .pem)))) : nil
-        scheme = tls ? "https" : "http"
-        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    if let context {
-                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
-                    }
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(Handler(commons: self))
-                }
-            }
-            .bind(host: "127.0.0.1", port: 0).get()
-        port = server.localAddress?.port ?? 0
-        lock.withLock { channel = server }
+        let server = try await LoopbackHTTPServer.start(tls: tls) { [self] head in
+            lock.withLock { requestLog.append((head.uri, head.headers.first(name: "User-Agent") ?? "", Date())) }
+            return respond(to: head.uri)
+        }
+        port = server.port
+        scheme = server.scheme
+        lock.withLock { self.server = server }
     }
 
     package func stop() async {
-        let channel = lock.withLock { self.channel }
-        try? await channel?.close()
-    }
-
-    private final class Handler: ChannelInboundHandler {
-        typealias InboundIn = HTTPServerRequestPart
-        typealias OutboundOut = HTTPServerResponsePart
-        let commons: FakeCommons
-
-        init(commons: FakeCommons) { self.commons = commons }
-
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            guard case let .head(head) = unwrapInboundIn(data) else { return }
-            commons.lock.withLock {
-                commons.requestLog.append((head.uri, head.headers.first(name: "User-Agent") ?? "", Date()))
-            }
-            var headers = HTTPHeaders()
-            switch commons.respond(to: head.uri) {
-            case .nothing:
-                return
-            case let .whole(status, contentType, body, extra):
-                headers.add(name: "Content-Type", value: contentType)
-                for (name, value) in extra { headers.add(name: name, value: value) }
-                headers.add(name: "Content-Length", value: String(body.count))
-                context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
-                context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
-                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-            case let .trickle(bytes):
-                headers.add(name: "Content-Length", value: String(bytes.count))
-                context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil)
-                drip(bytes[...], every: .seconds(1), context: context)
-            case .endless:
-                headers.add(name: "Transfer-Encoding", value: "chunked")
-                context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil)
-                drip(nil, every: .milliseconds(50), context: context)
-            }
-        }
-
-        private func drip(_ bytes: ArraySlice<UInt8>?, every interval: TimeAmount, context: ChannelHandlerContext) {
-            context.eventLoop.assumeIsolated().scheduleTask(in: interval) { [self] in
-                guard context.channel.isActive else { return }
-                if let bytes, bytes.isEmpty {
-                    context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-                    return
-                }
-                let byte = bytes?.first ?? UInt8(ascii: " ")
-                context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: [byte])))), promise: nil)
-                drip(bytes?.dropFirst(), every: interval, context: context)
-            }
-        }
+        await lock.withLock { server }?.stop()
     }
 
     private func json(_ object: Any) -> [UInt8] {
         Array(try! JSONSerialization.data(withJSONObject: object))
     }
 
-    private func respond(to uri: String) -> Response {
+    private func respond(to uri: String) -> LoopbackHTTPServer.Response {
         let html = Array("<!DOCTYPE html><html><body>Wikimedia Error</body></html>".utf8)
         let components = URLComponents(string: uri)
         let path = components?.path ?? ""
         if path.hasPrefix("/thumb/") || path.hasPrefix("/orig/") {
             let id = Int(path.split(separator: "/").dropFirst().first ?? "") ?? -1
             return lock.withLock {
-                guard let file = files.first(where: { $0.pageID == id }) else { return .whole(.notFound, "text/html", html) }
-                return .whole(.ok, file.mime, file.jpeg)
+                guard let file = files.first(where: { $0.pageID == id }) else { return .whole(.notFound, contentType: "text/html", html) }
+                return .whole(.ok, contentType: file.mime, file.jpeg)
             }
         }
         let fault: Fault = lock.withLock {
@@ -208,17 +138,17 @@ package final class FakeCommons: @unchecked Sendable {
         }
         switch fault {
         case let .maxlag(seconds):
-            return .whole(.ok, "application/json", json([
+            return .whole(.ok, contentType: "application/json", json([
                 "error": ["code": "maxlag", "info": "Waiting for 10.64.48.35: 7 seconds lagged.", "host": "db1", "lag": 7, "type": "db"],
                 "servedby": "mw1",
             ]), headers: [("Retry-After", String(seconds)), ("X-Database-Lag", "7")])
         case let .rateLimited(seconds):
-            return .whole(.tooManyRequests, "text/html", html, headers: [("Retry-After", String(seconds))])
-        case .serverError: return .whole(.serviceUnavailable, "text/html", html)
-        case .forbidden: return .whole(.forbidden, "text/html", html)
+            return .whole(.tooManyRequests, contentType: "text/html", html, headers: [("Retry-After", String(seconds))])
+        case .serverError: return .whole(.serviceUnavailable, contentType: "text/html", html)
+        case .forbidden: return .whole(.forbidden, contentType: "text/html", html)
         case .hang: return .nothing
-        case .malformedJSON: return .whole(.ok, "application/json", Array(#"{"batchcomplete":true,"query":{"pages":[{"#.utf8))
-        case .endless: return .endless
+        case .malformedJSON: return .whole(.ok, contentType: "application/json", Array(#"{"batchcomplete":true,"query":{"pages":[{"#.utf8))
+        case .endless: return .endless(UInt8(ascii: " "))
         case .none, .trickle, .huge: break
         }
         let query = Dictionary((components?.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
@@ -226,17 +156,17 @@ package final class FakeCommons: @unchecked Sendable {
         guard query["action"] == "query", query["generator"] == "geosearch", query["ggsnamespace"] == "6",
             point.count == 2, let radius = query["ggsradius"].flatMap(Int.init)
         else {
-            return .whole(.ok, "application/json", json(["error": ["code": "invalid-coord", "info": "Invalid coordinate provided"]]))
+            return .whole(.ok, contentType: "application/json", json(["error": ["code": "invalid-coord", "info": "Invalid coordinate provided"]]))
         }
         guard (10...10_000).contains(radius) else {
-            return .whole(.ok, "application/json", json(["error": ["code": "outofrange", "info": "Invalid value \(radius) for ggsradius"]]))
+            return .whole(.ok, contentType: "application/json", json(["error": ["code": "outofrange", "info": "Invalid value \(radius) for ggsradius"]]))
         }
         let width = Int(query["iiurlwidth"] ?? "") ?? 0
         let answer = json(searchResult(lat: point[0], lon: point[1], radius: Double(radius), width: width))
         switch fault {
         case .trickle: return .trickle(answer)
-        case .huge: return .whole(.ok, "application/json", answer + Array(repeating: UInt8(ascii: " "), count: 5 << 20))
-        default: return .whole(.ok, "application/json", answer)
+        case .huge: return .whole(.ok, contentType: "application/json", answer + Array(repeating: UInt8(ascii: " "), count: 5 << 20))
+        default: return .whole(.ok, contentType: "application/json", answer)
         }
     }
 

@@ -1,8 +1,5 @@
 import Foundation
-import NIOCore
 import NIOHTTP1
-import NIOPosix
-import NIOSSL
 import WalkModel
 
 /// A stand-in for Flickr on loopback: `flickr.photos.search` with real geo filtering over photos placed
@@ -71,14 +68,6 @@ package final class FakeFlickr: @unchecked Sendable {
         case redirect(String)
     }
 
-    /// What the server does with one request.
-    private enum Response {
-        case whole(HTTPResponseStatus, String, [UInt8], location: String? = nil)
-        case nothing
-        case trickle([UInt8])
-        case endless
-    }
-
     /// A made-up key of a real key's shape (32 hex digits), which only this fake accepts.
     package static let apiKey = String(repeating: "0123456789abcdef", count: 2)
 
@@ -91,7 +80,9 @@ package final class FakeFlickr: @unchecked Sendable {
     private var requestLog: [String] = []
     /// Photo entries sent as they are instead of the photos' own (hostile answers).
     private var crafted: [[String: Any]]?
-    private var channel: (any Channel)?
+    /// The image of the photo near every search, and how many searches found one.
+    private var nearby: (jpeg: [UInt8], searches: Int)?
+    private var server: LoopbackHTTPServer?
     package private(set) var port = 0
 
     package init() {}
@@ -108,116 +99,53 @@ package final class FakeFlickr: @unchecked Sendable {
     package func setCrafted(_ entries: [[String: Any]]?) { lock.withLock { crafted = entries } }
     package var requests: [String] { lock.withLock { requestLog } }
 
-    /// Starts listening on `port` (0: any free port). Requests are answered on NIO's event loop, not on
-    /// Swift's cooperative pool, which tests waiting for child processes can hold for seconds.
-    /// With `tls`, it serves https with the test certificate of Tests/Fixtures/tls (signed by its ca.pem).
-    package func start(port: Int = 0, tls: Bool = false) async throws {
-        let context = try tls ? NIOSSLContext(configuration: .makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(Self.tlsFixtures + "/server.pem").map { .certificate($0) },
-            privateKey: .privateKey(try NIOSSLPrivateKey(file: Self.tlsFixtures + "/server.key", format: .pem)))) : nil
-        scheme = tls ? "https" : "http"
-        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    if let context {
-                        try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
-                    }
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(Handler(flickr: self))
-                }
-            }
-            .bind(host: "127.0.0.1", port: port).get()
-        self.port = server.localAddress?.port ?? 0
-        lock.withLock { channel = server }
-    }
+    /// From now on every search also finds one photo 20 m north-east of its point, taken ten minutes after the
+    /// one the search before found (so no two are one burst), and every image not added is `jpeg`: photos for
+    /// a walk of any length anywhere, for the benchmarks (`fieldlog-fakes flickr`).
+    package func placePhotoNearEverySearch(jpeg: [UInt8]) { lock.withLock { nearby = (jpeg, 0) } }
 
-    package static let tlsFixtures = Harness.fixtures + "/tls"
+    /// Starts listening on `port` (0: any free port). With `tls`, it serves https with the test certificate of
+    /// Tests/Fixtures/tls (signed by its ca.pem).
+    package func start(port: Int = 0, tls: Bool = false) async throws {
+        let server = try await LoopbackHTTPServer.start(port: port, tls: tls) { [self] head in
+            lock.withLock { requestLog.append(head.uri) }
+            return respond(to: head.uri)
+        }
+        self.port = server.port
+        scheme = server.scheme
+        lock.withLock { self.server = server }
+    }
 
     package func stop() async {
-        let channel = lock.withLock { self.channel }
-        try? await channel?.close()
+        await lock.withLock { server }?.stop()
     }
 
-    /// One connection: answers each request as it comes; the hanging fault answers nothing and holds
-    /// the connection open until the client gives up.
-    private final class Handler: ChannelInboundHandler {
-        typealias InboundIn = HTTPServerRequestPart
-        typealias OutboundOut = HTTPServerResponsePart
-        let flickr: FakeFlickr
-
-        init(flickr: FakeFlickr) { self.flickr = flickr }
-
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            guard case let .head(head) = unwrapInboundIn(data) else { return }
-            flickr.lock.withLock { flickr.requestLog.append(head.uri) }
-            var headers = HTTPHeaders()
-            let body: [UInt8]
-            var status = HTTPResponseStatus.ok
-            switch flickr.respond(to: head.uri) {
-            case .nothing:
-                return
-            case let .whole(code, contentType, bytes, location):
-                status = code
-                headers.add(name: "Content-Type", value: contentType)
-                if let location { headers.add(name: "Location", value: location) }
-                body = bytes
-            case let .trickle(bytes):
-                headers.add(name: "Content-Length", value: String(bytes.count))
-                context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil)
-                drip(bytes[...], every: .seconds(1), context: context)
-                return
-            case .endless:
-                headers.add(name: "Transfer-Encoding", value: "chunked")
-                context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil)
-                drip(nil, every: .milliseconds(50), context: context)
-                return
-            }
-            headers.add(name: "Content-Length", value: String(body.count))
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
-            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-        }
-
-        /// Sends one byte of `bytes` (or of an endless stream, when nil) at each interval, until the bytes
-        /// run out or the client leaves.
-        private func drip(_ bytes: ArraySlice<UInt8>?, every interval: TimeAmount, context: ChannelHandlerContext) {
-            context.eventLoop.assumeIsolated().scheduleTask(in: interval) { [self] in
-                guard context.channel.isActive else { return }
-                if let bytes, bytes.isEmpty {
-                    context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-                    return
-                }
-                let byte = bytes?.first ?? UInt8(ascii: "x")
-                context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: [byte])))), promise: nil)
-                drip(bytes?.dropFirst(), every: interval, context: context)
-            }
-        }
-    }
-
-    private func respond(to uri: String) -> Response {
+    private func respond(to uri: String) -> LoopbackHTTPServer.Response {
         let html = Array("<html><body><h1>Something went wrong</h1></body></html>".utf8)
         let components = URLComponents(string: uri)
         let path = components?.path ?? ""
         if path.hasPrefix("/img/") {
             let id = String(path.dropFirst(5).dropLast(4))
             return lock.withLock {
-                guard let photo = photos.first(where: { $0.id == id }) else { return .whole(.notFound, "text/html", html) }
+                guard let photo = photos.first(where: { $0.id == id }) else {
+                    if let nearby { return .whole(.ok, contentType: "image/jpeg", nearby.jpeg) }
+                    return .whole(.notFound, contentType: "text/html", html)
+                }
                 switch imageFaults[id] {
-                case nil: return .whole(.ok, "image/jpeg", photo.jpeg)
-                case .notFound: return .whole(.notFound, "text/html", html)
-                case .truncated: return .whole(.ok, "image/jpeg", Array(photo.jpeg.prefix(photo.jpeg.count / 2)))
+                case nil: return .whole(.ok, contentType: "image/jpeg", photo.jpeg)
+                case .notFound: return .whole(.notFound, contentType: "text/html", html)
+                case .truncated: return .whole(.ok, contentType: "image/jpeg", Array(photo.jpeg.prefix(photo.jpeg.count / 2)))
                 case .corrupt:
                     var bytes = photo.jpeg
                     for index in stride(from: bytes.count / 3, to: bytes.count - 2, by: 7) { bytes[index] = 0xFF }
-                    return .whole(.ok, "image/jpeg", bytes)
+                    return .whole(.ok, contentType: "image/jpeg", bytes)
                 case .png:
-                    return .whole(.ok, "image/jpeg", [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 0, count: 64))
-                case .html: return .whole(.ok, "image/jpeg", html)
-                case .bomb: return .whole(.ok, "image/jpeg", Self.decompressionBomb)
+                    return .whole(.ok, contentType: "image/jpeg", [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 0, count: 64))
+                case .html: return .whole(.ok, contentType: "image/jpeg", html)
+                case .bomb: return .whole(.ok, contentType: "image/jpeg", Self.decompressionBomb)
                 case .trickle: return .trickle(photo.jpeg)
-                case .endless: return .endless
-                case let .redirect(url): return .whole(.found, "text/html", html, location: url)
+                case .endless: return .endless(UInt8(ascii: "x"))
+                case let .redirect(url): return .whole(.found, contentType: "text/html", html, headers: [("Location", url)])
                 }
             }
         }
@@ -225,37 +153,38 @@ package final class FakeFlickr: @unchecked Sendable {
             (components?.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
         let fault = lock.withLock { self.fault }
         switch fault {
-        case .serverError: return .whole(.serviceUnavailable, "text/html", html)
-        case .rateLimited: return .whole(.tooManyRequests, "text/html", html)
+        case .serverError: return .whole(.serviceUnavailable, contentType: "text/html", html)
+        case .rateLimited: return .whole(.tooManyRequests, contentType: "text/html", html)
         case .hang: return .nothing
-        case .malformedJSON: return .whole(.ok, "application/json", Array(#"{"photos":{"page":1,"photo":[{"id":"#.utf8))
+        case .malformedJSON: return .whole(.ok, contentType: "application/json", Array(#"{"photos":{"page":1,"photo":[{"id":"#.utf8))
         case let .statFail(code):
-            return .whole(.ok, "application/json", Array(#"{"stat":"fail","code":\#(code),"message":"Fake failure"}"#.utf8))
-        case .endless: return .endless
-        case let .redirect(url): return .whole(.found, "text/html", html, location: url)
-        case let .raw(text): return .whole(.ok, "application/json", Array(text.utf8))
+            return .whole(.ok, contentType: "application/json", Array(#"{"stat":"fail","code":\#(code),"message":"Fake failure"}"#.utf8))
+        case .endless: return .endless(UInt8(ascii: "x"))
+        case let .redirect(url): return .whole(.found, contentType: "text/html", html, headers: [("Location", url)])
+        case let .raw(text): return .whole(.ok, contentType: "application/json", Array(text.utf8))
         case .none, .trickle, .huge: break
         }
         guard query["api_key"] == Self.apiKey else {
-            return .whole(.ok, "application/json", Array(#"{"stat":"fail","code":100,"message":"Invalid API Key (Key has invalid format)"}"#.utf8))
+            return .whole(.ok, contentType: "application/json", Array(#"{"stat":"fail","code":100,"message":"Invalid API Key (Key has invalid format)"}"#.utf8))
         }
         guard query["method"] == "flickr.photos.search", let lat = query["lat"].flatMap(Double.init),
             let lon = query["lon"].flatMap(Double.init), let radius = query["radius"].flatMap(Double.init),
             query["min_taken_date"] != nil || query["min_upload_date"] != nil
         else {
-            return .whole(.ok, "application/json", Array(#"{"stat":"fail","code":3,"message":"Parameterless searches have been disabled"}"#.utf8))
+            return .whole(.ok, contentType: "application/json", Array(#"{"stat":"fail","code":3,"message":"Parameterless searches have been disabled"}"#.utf8))
         }
         let answer = searchResult(lat: lat, lon: lon, radiusKm: radius)
         switch fault {
         case .trickle: return .trickle(answer)
-        case .huge: return .whole(.ok, "application/json", answer + Array(repeating: UInt8(ascii: " "), count: 3 << 20))
-        default: return .whole(.ok, "application/json", answer)
+        case .huge: return .whole(.ok, contentType: "application/json", answer + Array(repeating: UInt8(ascii: " "), count: 3 << 20))
+        default: return .whole(.ok, contentType: "application/json", answer)
         }
     }
 
     private func searchResult(lat: Double, lon: Double, radiusKm: Double) -> [UInt8] {
         lock.withLock {
-            let found = photos.map { ($0, Geodesy.distance(lat, lon, $0.latitude, $0.longitude)) }
+            var found = nearbyPhoto(lat: lat, lon: lon).map { [($0, 0.0)] } ?? []
+            found += photos.map { ($0, Geodesy.distance(lat, lon, $0.latitude, $0.longitude)) }
                 .filter { $0.1 <= radiusKm * 1000 }
                 .sorted { $0.1 < $1.1 }
             func number(_ value: Double) -> Any { numbersAsStrings ? String(value) : value }
@@ -280,6 +209,23 @@ package final class FakeFlickr: @unchecked Sendable {
             ]
             return Array(try! JSONSerialization.data(withJSONObject: root))
         }
+    }
+
+    /// The photo near this search's point, when every search finds one; the caller holds the lock.
+    private func nearbyPhoto(lat: Double, lon: Double) -> Photo? {
+        guard let jpeg = nearby?.jpeg else { return nil }
+        nearby?.searches += 1
+        let taken = DateFormatter()
+        taken.locale = Locale(identifier: "en_US_POSIX")
+        taken.timeZone = TimeZone(identifier: "UTC")
+        taken.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        // 2024-05-18 09:00:00 UTC, and ten minutes more for each search.
+        let time = Date(timeIntervalSince1970: 1_716_022_800 + 600 * Double(nearby?.searches ?? 0))
+        func digits(_ degrees: Double) -> String { String(abs(Int((degrees * 1e5).rounded(.toNearestOrEven)))) }
+        return Photo(
+            id: digits(lat) + digits(lon), latitude: lat + 0.00013, longitude: lon + 0.00022,
+            title: String(format: "Near %.4f, %.4f", lat, lon), ownerName: "Bench", taken: taken.string(from: time),
+            jpeg: jpeg)
     }
 
     /// A valid JPEG header claiming 60000 x 60000 pixels, and almost nothing after it.
