@@ -65,6 +65,8 @@ package final class FakeCommons: @unchecked Sendable {
         case maxlag(retryAfter: Int)
         case rateLimited(retryAfter: Int)
         case serverError
+        /// 503 with an error page of 1 MiB.
+        case hugeErrorPage
         case forbidden
         case hang
         case malformedJSON
@@ -145,6 +147,7 @@ package final class FakeCommons: @unchecked Sendable {
         case let .rateLimited(seconds):
             return .whole(.tooManyRequests, contentType: "text/html", html, headers: [("Retry-After", String(seconds))])
         case .serverError: return .whole(.serviceUnavailable, contentType: "text/html", html)
+        case .hugeErrorPage: return .whole(.serviceUnavailable, contentType: "text/html", html + Array(repeating: UInt8(ascii: " "), count: 1 << 20))
         case .forbidden: return .whole(.forbidden, contentType: "text/html", html)
         case .hang: return .nothing
         case .malformedJSON: return .whole(.ok, contentType: "application/json", Array(#"{"batchcomplete":true,"query":{"pages":[{"#.utf8))

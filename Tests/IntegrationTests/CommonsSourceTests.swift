@@ -166,6 +166,12 @@ struct CommonsSourceTests {
             #expect(error.kind == .temporary, "\(fault): \(error)")
             #expect(Date().timeIntervalSince(started) < 10, "\(fault) took too long")
         }
+        commons.setFault(.hugeErrorPage)
+        if case let .failure(error) = await search(quick) {
+            #expect(error.message.hasSuffix("HTTP 503"), "an error page too long to read still says its status: \(error)")
+        } else {
+            Issue.record("a 503 with a long page: no error")
+        }
         commons.setFault(.forbidden)
         guard case let .failure(error) = await search(quick) else {
             Issue.record("403: no error")
