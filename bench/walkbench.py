@@ -10,6 +10,7 @@ wait4) are the figures to compare.
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -511,9 +512,16 @@ def paced_section(binary, work, minutes, jpeg, fakes):
 
 
 def calls(chain, *types):
-    """Whether a call chain has a frame in a method of one of FieldLog's `types` (mangled: length and name,
-    then the kind). Frames are preceded by a space; types inside other symbols' signatures are not."""
-    return any(f" $s8FieldLog{name}" in chain for name in types)
+    """Whether a call chain has a frame in a method of one of fieldlog's `types` (mangled after the module's
+    length and name, whichever target holds it now: length and name, then the kind). Frames are preceded by a
+    space; types inside other symbols' signatures are not."""
+    for frame in MANGLED_FRAME.finditer(chain):
+        if chain.startswith(types, frame.end() + int(frame.group(1))):
+            return True
+    return False
+
+
+MANGLED_FRAME = re.compile(r" \$s(\d+)")
 
 
 # Where the paced daemon's CPU goes, by thread and call chain; the first pattern that matches a sample wins.
