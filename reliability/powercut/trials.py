@@ -110,7 +110,9 @@ class Recorder:
         write_nmea(self.nmea, fixes)
         self.log, self.cut_at = log, None
         sources = photo_sources(t.args.fieldlog, t.source if photos else "none")
+        self.pace, self.started = pace, time.monotonic()
         self.gpsfake, port = start_gpsfake(self.nmea, pace, log=log, wait=False)
+        self.port = port
         argv = [t.args.fieldlog, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", f"{t.mnt}/state",
                 "--every", str(t.every), "--log-level", "info", *sources]
         if photos:
@@ -123,12 +125,27 @@ class Recorder:
         self.fieldlog = spawn(argv, log)
 
     def finish(self, timeout):
-        try:
-            code = self.fieldlog.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            code = "timeout"
+        deadline = time.monotonic() + timeout
+        code = "timeout"
+        while time.monotonic() < deadline:
+            try:
+                code = self.fieldlog.wait(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                self.restart_failed_gpsfake()
         self.cut()
         return code
+
+    def restart_failed_gpsfake(self):
+        """On a loaded machine gpsfake sometimes fails before it replays anything ("socket error [Errno 111]":
+        its gpsd was not up yet) and exits 1, and fieldlog then waits for gpsd for ever, as it should. That is
+        the harness failing, not fieldlog: start gpsfake again on the same port, where fieldlog keeps trying."""
+        if self.gpsfake.poll() in (None, 0) or time.monotonic() - self.started > 10:
+            return
+        with open(self.log, "a") as log:
+            log.write(f"harness: gpsfake exited {self.gpsfake.returncode} before replaying; started again\n")
+        self.started = time.monotonic()
+        self.gpsfake, _ = start_gpsfake(self.nmea, self.pace, port=self.port, log=self.log, wait=False)
 
     def cut(self):
         """Kills fieldlog with everything it started: the power cut, at `cut_at` (monotonic). Then stops
