@@ -85,6 +85,7 @@ let package = Package(
         .target(
             name: "SystemIO",
             dependencies: [
+                "CSandbox",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]

@@ -76,6 +76,21 @@ int csandbox_kill(pid_t pid) {
     return kill(pid, SIGKILL) == 0 ? 0 : -errno;
 }
 
+int csandbox_signal(pid_t pid, int signal) {
+    return kill(pid, signal) == 0 ? 0 : -errno;
+}
+
+int csandbox_limit_data(long long bytes) {
+    struct rlimit limit = {(rlim_t)bytes, (rlim_t)bytes};
+    return setrlimit(RLIMIT_DATA, &limit) == 0 ? 0 : -errno;
+}
+
+int csandbox_end_with_parent(pid_t parent) {
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) return -errno;
+    /* The parent may have ended between the spawn and the prctl: then no signal would ever come. */
+    return getppid() == parent ? 0 : -ESRCH;
+}
+
 static int signal_pipe_write = -1;
 static int signal_pipe_read = -1;
 

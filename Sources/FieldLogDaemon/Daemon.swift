@@ -1,17 +1,15 @@
 import FoundationEssentials
 import Glibc
-import LivePage
 import Logging
 import Photos
 import Recording
 import ServiceLifecycle
-import Sharing
 import Thumbnailing
 import WalkJournal
 
-/// `fieldlog run` assembled: the services a validated configuration makes (recorder, photos, live page,
-/// systemd), run as one group until SIGTERM or SIGINT, or until a replay (`once`) has ended and its photos
-/// are served.
+/// `fieldlog run` assembled: the services a validated configuration makes (recorder, photos, systemd, and the
+/// supervisor of the live page's and sharing's processes), run as one group until SIGTERM or SIGINT, or until a
+/// replay (`once`) has ended and its photos are served. Nothing here serves the network.
 package struct Daemon {
     package let settings: DaemonSettings
     /// The walk's state, recovered from the journal before anything runs.
@@ -70,43 +68,16 @@ package struct Daemon {
             logger.notice("no photo source (--photo-sources, FLICKR_API_KEY, --photos-dir); milestones get no photos")
             services = [.init(service: recorderService, successTerminationBehavior: .gracefullyShutdownGroup)]
         }
-        let shareService: ShareService?
-        if settings.sharing.urls.isEmpty {
-            shareService = nil
-        } else {
-            let shareSettings: ShareService.Settings
-            do {
-                shareSettings = try settings.sharing.serviceSettings(
-                    cacheDirectory: settings.photos.cacheDirectory, environment: environment)
-            } catch {
-                throw DaemonError(error.message)
-            }
-            // Journaled into the current walk by the recorder, which owns the journal.
-            let recorder = recorder
-            let service = ShareService(settings: shareSettings, store: store, logger: logger) { kind, message in
-                recorder.note(kind, message: message)
-            }
-            services.append(.init(service: service, successTerminationBehavior: .ignore))
-            shareService = service
+        if let activity = photoService?.activity {
+            // The live page runs in a process of its own: it reads the photo service's state from status.json.
+            activity.observe { statusFile.note(photos: $0.statusRecord) }
         }
-        if let http = settings.http {
-            let activity = photoService?.activity
-            let recorder = recorder
-            let web = WebService(
-                configuration: .init(host: http.host, port: http.portNumber), store: store,
-                cacheDirectory: settings.photos.cacheDirectory,
-                currentWalk: { recorder.summary.walkID },
-                status: {
-                    let summary = recorder.summary
-                    let gpsd = statusFile.gpsdState
-                    return LiveStatus(
-                        distance: summary.distance, milestones: summary.milestones, gpsd: gpsd.state,
-                        lastFixWall: gpsd.lastFixWall, photos: activity?.current, storage: summary.storage?.reason,
-                        suspectFixes: summary.suspectFixes, rejectedFixes: summary.rejectedFixes,
-                        shares: shareService?.statuses.map { $0.line })
-                },
-                logger: logger)
-            services.append(.init(service: web, successTerminationBehavior: .ignore))
+        var helpers: [HelperSupervisor.Helper] = []
+        if settings.http != nil { helpers.append(.init(name: "live-page", arguments: settings.helperArguments)) }
+        if !settings.sharing.urls.isEmpty { helpers.append(.init(name: "live-share", arguments: settings.helperArguments)) }
+        if settings.helpers == .children && !helpers.isEmpty {
+            let supervisor = HelperSupervisor(helpers: helpers, executable: executable, status: statusFile, logger: logger)
+            services.append(.init(service: supervisor, successTerminationBehavior: .ignore))
         }
         // Last, so that it hears of a shutdown first (STOPPING=1); READY=1 as the group starts, state recovered.
         let notifier = SystemdNotifier(logger: logger)
@@ -126,16 +97,7 @@ package struct Daemon {
     /// `run()`, and SIGTERM or SIGINT shut the services down gracefully (the journal synced, photo requests
     /// cancelled). The signals are taken over for the rest of the process: for `fieldlog run`, not for tests.
     package func runUntilSignalled() async throws {
-        // Signals are waited for here, not by the group (see ShutdownSignals).
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { [logger, group] in
-                guard let signal = try await ShutdownSignals.first(of: [SIGTERM, SIGINT]) else { return }
-                logger.info("signal \(signal): shutting down")
-                await group.triggerGracefulShutdown()
-            }
-            try await group.run()
-            tasks.cancelAll()
-        }
+        try await group.runUntilSignalled(logger: logger)
     }
 
     /// Ends `run()` as SIGTERM would.

@@ -16,8 +16,15 @@ package struct DaemonSettings: Sendable, Equatable {
     package var http: HostAndPort?
     package var logLevel: Logger.Level = .info
     package var sharing = ShareSettings()
+    /// Who runs the live page and sharing. Not a key: the systemd unit says it on its command line.
+    package var helpers = HelperMode.children
 
     package init() {}
+
+    /// The arguments that give a process started beside the recorder these same settings, and no file's.
+    package var helperArguments: [String] {
+        ["--config", "/dev/null"] + entries.compactMap { key, value in value.map { "--\(key)=\($0)" } }
+    }
 
     /// Every setting with its value as fieldlog.conf writes it; nil for one that is not set.
     package var entries: [(key: String, value: String?)] {
@@ -67,6 +74,14 @@ package struct DaemonSettings: Sendable, Equatable {
             throw SettingsError(key: key, "--\(key) must be a positive number of \(unit)")
         }
     }
+}
+
+/// Who runs the processes beside the recorder (the live page, sharing).
+package enum HelperMode: String, CaseIterable, Sendable {
+    /// `fieldlog run` starts them as its children and restarts them when they end.
+    case children
+    /// systemd runs them as units of their own (fieldlog-live.service, fieldlog-share.service).
+    case units
 }
 
 /// Where milestone photos come from and where their thumbnails go.

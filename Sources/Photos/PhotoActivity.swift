@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Recording
 import Synchronization
 
 /// What the photo service is doing right now, for the live page's status line. Kept in memory only: it
@@ -16,13 +17,51 @@ public final class PhotoActivity: Sendable {
     }
 
     private let state = Mutex(State.idle)
+    private let observer = Mutex<(@Sendable (State) -> Void)?>(nil)
 
     public init() {}
 
     public var current: State { state.withLock { $0 } }
 
+    /// `body` hears of every change (the recorder writes it into status.json for the live page's process).
+    package func observe(_ body: @escaping @Sendable (State) -> Void) {
+        observer.withLock { $0 = body }
+        body(current)
+    }
+
     package func set(_ new: State) {
-        state.withLock { $0 = new }
+        let changed = state.withLock { state in
+            defer { state = new }
+            return state != new
+        }
+        if changed, let body = observer.withLock({ $0 }) { body(new) }
+    }
+}
+
+extension PhotoActivity.State {
+    /// As status.json holds it.
+    package var statusRecord: StatusFile.Contents.Photos {
+        switch self {
+        case .idle: .init(state: "idle")
+        case let .searching(milestone): .init(state: "searching", milestone: milestone)
+        case let .downloading(milestone): .init(state: "downloading", milestone: milestone)
+        case let .backingOff(milestone, reason, retry):
+            .init(state: "backing_off", milestone: milestone, reason: reason, retryWall: retry)
+        case let .unusable(reason): .init(state: "unusable", reason: reason)
+        }
+    }
+
+    /// From status.json; nil for a state this build does not know.
+    package init?(statusRecord record: StatusFile.Contents.Photos) {
+        switch (record.state, record.milestone) {
+        case ("idle", _): self = .idle
+        case let ("searching", milestone?): self = .searching(milestone: milestone)
+        case let ("downloading", milestone?): self = .downloading(milestone: milestone)
+        case let ("backing_off", milestone?):
+            self = .backingOff(milestone: milestone, reason: record.reason ?? "", retry: record.retryWall ?? 0)
+        case ("unusable", _): self = .unusable(reason: record.reason ?? "")
+        default: return nil
+        }
     }
 }
 

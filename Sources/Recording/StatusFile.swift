@@ -38,6 +38,57 @@ public final class StatusFile: Sendable {
         public var lastSuspectTime: String?
         /// Fixes dropped this session for their accuracy, position, a jump or a time that did not advance.
         public var rejectedFixes: Int?
+        /// What the photo service is doing; nil when this session has no photo source.
+        public var photos: Photos?
+        /// The live page's and sharing's processes, when this recorder starts them (`--helpers children`).
+        public var helpers: [Helper]?
+
+        /// The photo service's activity in plain fields (the Photos layer maps its own state to them).
+        public struct Photos: Codable, Sendable, Equatable {
+            /// idle, searching, downloading, backing_off or unusable.
+            public var state: String
+            public var milestone: Int?
+            public var reason: String?
+            /// System-clock time of the next try, while backing off.
+            public var retryWall: Double?
+
+            public init(state: String, milestone: Int? = nil, reason: String? = nil, retryWall: Double? = nil) {
+                self.state = state
+                self.milestone = milestone
+                self.reason = reason
+                self.retryWall = retryWall
+            }
+
+            package enum CodingKeys: String, CodingKey {
+                case state, milestone, reason
+                case retryWall = "retry_wall"
+            }
+        }
+
+        /// A process the recorder started beside itself, as its supervisor last saw it.
+        public struct Helper: Codable, Sendable, Equatable {
+            /// `live-page` or `live-share`.
+            public var name: String
+            public var pid: Int32?
+            public var running: Bool
+            /// Times it was started again after it ended.
+            public var restarts: Int
+            /// How it last ended ("exit status 1", "killed by signal 9"), nil while it never did.
+            public var lastExit: String?
+
+            public init(name: String, pid: Int32?, running: Bool, restarts: Int, lastExit: String?) {
+                self.name = name
+                self.pid = pid
+                self.running = running
+                self.restarts = restarts
+                self.lastExit = lastExit
+            }
+
+            package enum CodingKeys: String, CodingKey {
+                case name, pid, running, restarts
+                case lastExit = "last_exit"
+            }
+        }
 
         public struct Storage: Codable, Sendable {
             public var since: Double
@@ -62,6 +113,7 @@ public final class StatusFile: Sendable {
             case suspectFixes = "suspect_fixes"
             case lastSuspectTime = "last_suspect_time"
             case rejectedFixes = "rejected_fixes"
+            case photos, helpers
         }
     }
 
@@ -128,6 +180,24 @@ public final class StatusFile: Sendable {
             state.contents.gpsd = gpsd
             let storageChanged = Self.apply(summary, to: &state)
             writeIfDue(force: changed || storageChanged, state: &state)
+        }
+    }
+
+    /// The photo service's activity changed: written at once, the live page's status line shows it.
+    public func note(photos: Contents.Photos) {
+        state.withLock { state in
+            guard state.contents.photos != photos else { return }
+            state.contents.photos = photos
+            writeIfDue(force: true, state: &state)
+        }
+    }
+
+    /// The processes beside the recorder changed (started, ended, restarted): written at once.
+    public func note(helpers: [Contents.Helper]) {
+        state.withLock { state in
+            guard state.contents.helpers != helpers else { return }
+            state.contents.helpers = helpers
+            writeIfDue(force: true, state: &state)
         }
     }
 

@@ -363,8 +363,6 @@ package final class ShareEngine {
     }
 
     package static func monotonic() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        monotonicSeconds()
     }
 }

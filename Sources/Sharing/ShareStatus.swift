@@ -56,9 +56,9 @@ public enum ShareStatusFile {
 }
 
 extension ShareStatusFile {
-    /// `fieldlog status`'s lines for the destinations of the recorder `pid`, each with its newline.
-    public static func lines(directory: String, recorder pid: Int32) -> [String] {
-        guard let contents = read(directory: directory), contents.pid == pid else { return [] }
+    /// `fieldlog status`'s lines for the destinations of the sharing process, while it runs, each with its newline.
+    public static func lines(directory: String) -> [String] {
+        guard let contents = read(directory: directory), kill(contents.pid, 0) == 0 || errno == EPERM else { return [] }
         let now = Date().timeIntervalSince1970
         return contents.destinations.map { share in
             var line = "share      \(share.destination): \(share.connection.rawValue), \(share.waiting) waiting"

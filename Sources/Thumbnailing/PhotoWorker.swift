@@ -203,16 +203,11 @@ public enum PhotoWorker {
     package static func spawn(_ arguments: [String], input: MemoryFile, output: MemoryFile, report: MemoryFile)
         throws(PhotoWorkerError) -> pid_t
     {
-        var pid: pid_t = 0
-        let argv = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        let rc = argv.withUnsafeBufferPointer { pointers in
-            csandbox_spawn(arguments[0], pointers.baseAddress, input.descriptor, output.descriptor, report.descriptor, &pid)
+        do {
+            return try ChildProcess.spawn(arguments, input: input.descriptor, output: output.descriptor, error: report.descriptor)
+        } catch {
+            throw PhotoWorkerError("cannot start the photo worker \(arguments[0]): \(error)")
         }
-        guard rc == 0 else {
-            throw PhotoWorkerError("cannot start the photo worker \(arguments[0]): \(String(cString: strerror(-rc)))")
-        }
-        return pid
     }
 
     private static func report(_ text: String) {

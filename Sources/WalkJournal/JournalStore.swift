@@ -97,12 +97,18 @@ public struct JournalStore: Sendable {
             throw JournalError(.noSuchMilestone, path: path(for: id), reason: "\(index) (this walk has \(range))")
         }
         guard log.starred.contains(index) != starred else { return false }
-        // A recorder that died mid-line left half a line: the mark must not be glued to it.
+        try append(.star(milestone: index, starred: starred, wall: wall), toWalk: id)
+        return true
+    }
+
+    /// Appends `record` to walk `id` with a single write and syncs it, as the recorder appends its own (it may
+    /// be writing the same file): for the processes beside the recorder (`star`, sharing's rare events).
+    public func append(_ record: JournalRecord, toWalk id: String) throws(JournalError) {
+        // A recorder that died mid-line left half a line: the record must not be glued to it.
         try JournalFile.repairTornTail(path: path(for: id))
         let file = try JournalFile(path: path(for: id))
-        try file.append(JournalCodec.encode(.star(milestone: index, starred: starred, wall: wall)))
+        try file.append(JournalCodec.encode(record))
         try file.sync()
-        return true
     }
 
     public func read(_ id: String) throws(JournalError) -> WalkLog {

@@ -22,7 +22,7 @@ protocol ConfiguredCommand: ParsableCommand {
 /// fieldlog.conf put in front of a command line. For an option given twice the parser keeps the last
 /// value, so `fieldlog run --every 50` runs with 50 whatever the file says.
 enum ConfiguredArguments {
-    static let commands: [any ConfiguredCommand.Type] = [Run.self, Tail.self, Status.self, Walks.self, Export.self, Star.self, Unstar.self, Share.self]
+    static let commands: [any ConfiguredCommand.Type] = [Run.self, Tail.self, Status.self, Walks.self, Export.self, Star.self, Unstar.self, Share.self, LivePageCommand.self, LiveShareCommand.self]
 
     /// `arguments` (without the program name) with the file's settings inserted after the subcommand.
     /// A file with any error stops everything: fieldlog does not run on a half-understood configuration.

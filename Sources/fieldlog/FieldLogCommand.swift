@@ -12,6 +12,7 @@ struct FieldLogCommand: AsyncParsableCommand {
         version: String(cString: fieldlog_build_version()),
         subcommands: [
             Run.self, Tail.self, Status.self, Walks.self, Export.self, Star.self, Unstar.self, ThumbnailCommand.self, Share.self,
+            LivePageCommand.self, LiveShareCommand.self,
         ]
     )
 

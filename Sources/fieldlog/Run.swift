@@ -15,13 +15,94 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
             A milestone is recorded at the first good fix and every --every metres walked. If gpsd is \
             absent or goes away, fieldlog reconnects with backoff, forever. SIGTERM or SIGINT ends the \
             session with everything synced; a later run resumes the walk if fixes continue within \
-            --idle-gap seconds of GPS time.
+            --idle-gap seconds of GPS time. The live page (--http) and sharing (--share) run in processes \
+            of their own, which read the journal: nothing they do can stop or slow the recording.
             """
     )
 
     /// Every option but --once (a replay switch the command line could not turn off again) and --config.
     static let configKeys = Set(DaemonSettings.keys)
 
+    @OptionGroup var options: RecorderOptions
+
+    @Option(
+        help: ArgumentHelp(
+            "Who runs the live page and sharing: children (started and restarted by this process) or units.",
+            discussion: """
+                children: `fieldlog live-page` and `fieldlog live-share`, started with these settings and \
+                restarted with backoff when they end. units: systemd starts them (fieldlog-live.service, \
+                fieldlog-share.service), and this process records only.
+                """))
+    var helpers: HelperMode = .children
+
+    @Flag(help: "Print the settings fieldlog would run with (the file's, then the command line's) and exit.")
+    var checkConfig = false
+
+    var configOption: ConfigOption { options.configOption }
+
+    var settings: DaemonSettings {
+        var settings = options.settings
+        settings.helpers = helpers
+        return settings
+    }
+
+    func validate() throws {
+        do {
+            try settings.validate()
+        } catch {
+            throw ValidationError(error.message)
+        }
+    }
+
+    func run() async throws {
+        if checkConfig {
+            try writeStandardOutput(settings.configurationText)
+            return
+        }
+        // One line per event with a <N> priority when stderr is the journal, plain text otherwise.
+        LoggingSystem.bootstrap(JournaldLogHandler.standardError)
+        var logger = Logger(label: "fieldlog")
+        logger.logLevel = options.logLevel
+        do {
+            try await Daemon(settings: settings, logger: logger, version: String(cString: fieldlog_build_version()))
+                .runUntilSignalled()
+        } catch {
+            throw CleanExit.failure("fieldlog: \(error)")
+        }
+    }
+}
+
+extension HostAndPort: ExpressibleByArgument {
+    package init?(argument: String) {
+        self.init(argument)
+    }
+
+    package var defaultValueDescription: String { description }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+struct StateDirectoryOption: ParsableArguments {
+    @Option(name: .customLong("state-dir"), help: "Directory holding the walk journals.")
+    var path: String = DaemonSettings().stateDirectory
+}
+
+enum CleanExit {
+    /// One clear line on stderr and exit status 1, for errors a user can cause.
+    static func failure(_ message: String) -> ExitCode {
+        writeStandardError(message + "\n")
+        return ExitCode.failure
+    }
+}
+
+/// Writes `text` to standard error at once, unbuffered.
+func writeStandardError(_ text: String) {
+    _ = FileIO.writeAll(text.utf8, to: STDERR_FILENO)
+}
+
+/// Every setting of `fieldlog run`, also taken by the processes it starts (`live-page`, `live-share`), so that
+/// they read the same fieldlog.conf the same way.
+struct RecorderOptions: ParsableArguments {
     @OptionGroup var configOption: ConfigOption
 
     @Option(help: "gpsd address as HOST:PORT.")
@@ -69,9 +150,6 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .info
 
-    @Flag(help: "Print the settings fieldlog would run with (the file's, then the command line's) and exit.")
-    var checkConfig = false
-
     /// The settings the options (after fieldlog.conf's) make.
     var settings: DaemonSettings {
         var settings = DaemonSettings()
@@ -91,56 +169,6 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
         return settings
     }
 
-    func validate() throws {
-        do {
-            try settings.validate()
-        } catch {
-            throw ValidationError(error.message)
-        }
-    }
-
-    func run() async throws {
-        if checkConfig {
-            try writeStandardOutput(settings.configurationText)
-            return
-        }
-        // One line per event with a <N> priority when stderr is the journal, plain text otherwise.
-        LoggingSystem.bootstrap(JournaldLogHandler.standardError)
-        var logger = Logger(label: "fieldlog")
-        logger.logLevel = logLevel
-        do {
-            try await Daemon(settings: settings, logger: logger, version: String(cString: fieldlog_build_version()))
-                .runUntilSignalled()
-        } catch {
-            throw CleanExit.failure("fieldlog: \(error)")
-        }
-    }
 }
 
-extension HostAndPort: ExpressibleByArgument {
-    package init?(argument: String) {
-        self.init(argument)
-    }
-
-    package var defaultValueDescription: String { description }
-}
-
-extension Logger.Level: @retroactive ExpressibleByArgument {}
-
-struct StateDirectoryOption: ParsableArguments {
-    @Option(name: .customLong("state-dir"), help: "Directory holding the walk journals.")
-    var path: String = DaemonSettings().stateDirectory
-}
-
-enum CleanExit {
-    /// One clear line on stderr and exit status 1, for errors a user can cause.
-    static func failure(_ message: String) -> ExitCode {
-        writeStandardError(message + "\n")
-        return ExitCode.failure
-    }
-}
-
-/// Writes `text` to standard error at once, unbuffered.
-func writeStandardError(_ text: String) {
-    _ = FileIO.writeAll(text.utf8, to: STDERR_FILENO)
-}
+extension HelperMode: ExpressibleByArgument {}

@@ -1,4 +1,6 @@
 import ArgumentParser
+import FieldLogDaemon
+import Photos
 import Sharing
 import FoundationEssentials
 import Glibc
@@ -79,7 +81,22 @@ struct Status: ParsableCommand, ConfiguredCommand {
         } else {
             add("storage    ok")
         }
-        lines += ShareStatusFile.lines(directory: directory, recorder: status.pid)
+        if let photos = status.photos.flatMap(PhotoActivity.State.init(statusRecord:)) {
+            add("photos     \(photos.description(now: now))")
+        }
+        for helper in status.helpers ?? [] {
+            var line = helper.name + String(repeating: " ", count: max(1, 11 - helper.name.count))
+            line += helper.running ? "running (pid \(helper.pid ?? 0))" : "not running, starting again"
+            if helper.restarts > 0 {
+                line += ", restarted \(helper.restarts) \(helper.restarts == 1 ? "time" : "times")"
+            }
+            if let exit = helper.lastExit { line += " (last ended: \(exit))" }
+            add(line)
+        }
+        if status.helpers == nil, let page = LivePageStatusFile.read(directory: directory), isAlive(page.pid) {
+            add("live-page  running (pid \(page.pid)) on \(page.address)")
+        }
+        lines += ShareStatusFile.lines(directory: directory)
         return lines
     }
 }

@@ -32,6 +32,17 @@ int csandbox_poll(pid_t pid, int *code);
 /// Sends SIGKILL to `pid`.
 int csandbox_kill(pid_t pid);
 
+/// Sends `signal` to `pid`.
+int csandbox_signal(pid_t pid, int signal);
+
+/// Limits the calling process's data (heap and private writable mappings, thread stacks included) to `bytes`:
+/// an allocation past it fails instead of growing the process.
+int csandbox_limit_data(long long bytes);
+
+/// Makes the calling process receive SIGTERM when its parent ends; fails with -ESRCH when its parent is not
+/// `parent` any more (it ended before this call).
+int csandbox_end_with_parent(pid_t parent);
+
 /// Makes each of the `count` signals write its number, as one byte, to a socket pair instead of its default
 /// action, and returns the end to read (close-on-exec). A thread that reads it waits for a signal without
 /// libdispatch or a periodic wake-up. Once per process.

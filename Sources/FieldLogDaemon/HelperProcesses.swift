@@ -1,0 +1,184 @@
+import CSandbox
+import FoundationEssentials
+import Glibc
+import LivePage
+import Logging
+import Photos
+import Recording
+import ServiceLifecycle
+import Sharing
+import SystemIO
+import Synchronization
+import WalkJournal
+import WalkModel
+
+/// `fieldlog live-page`: the live page in a process of its own, beside the recorder. It reads the walk from its
+/// journal and the recorder's state from status.json and share-status.json, and writes nothing but
+/// live-status.json: a client that exhausts it costs the page, never the recording.
+package struct LivePageProcess {
+    private let group: ServiceGroup
+    private let logger: Logger
+
+    package init(settings: DaemonSettings, http: HostAndPort, logger: Logger) {
+        self.logger = logger
+        let store = JournalStore(directory: settings.stateDirectory)
+        let recorder = RecorderState(directory: store.directory)
+        let web = WebService(
+            configuration: .init(host: http.host, port: http.portNumber), store: store,
+            cacheDirectory: settings.photos.cacheDirectory,
+            currentWalk: { recorder.current?.walk },
+            status: { recorder.liveStatus() },
+            logger: logger)
+        LivePageStatusFile.write(address: http.description, directory: store.directory)
+        group = ServiceGroup(
+            configuration: .init(services: [.init(service: web, successTerminationBehavior: .gracefullyShutdownGroup)], logger: logger))
+    }
+
+    package func runUntilSignalled() async throws {
+        try await group.runUntilSignalled(logger: logger)
+    }
+}
+
+/// `fieldlog live-share`: sharing in a process of its own, beside the recorder. It reads the journal as its
+/// queue and writes its cursors and share-status.json; of the journal it only appends its two rare events
+/// (a destination rejecting the credentials, or unreachable for a minute), as `fieldlog star` does.
+package struct ShareProcess {
+    private let group: ServiceGroup
+    private let logger: Logger
+
+    package init(settings: DaemonSettings, logger: Logger, environment: [String: String]) throws(DaemonError) {
+        self.logger = logger
+        let store = JournalStore(directory: settings.stateDirectory)
+        let shareSettings: ShareService.Settings
+        do {
+            shareSettings = try settings.sharing.serviceSettings(
+                cacheDirectory: settings.photos.cacheDirectory, environment: environment)
+        } catch {
+            throw DaemonError(error.message)
+        }
+        let recorder = RecorderState(directory: store.directory)
+        let service = ShareService(settings: shareSettings, store: store, logger: logger) { [logger] kind, message in
+            guard let walk = recorder.current?.walk ?? (try? store.walkIDs())?.last else { return }
+            let event = JournalEvent(kind: kind, wall: Date().timeIntervalSince1970, message: message)
+            do {
+                try store.append(.event(event), toWalk: walk)
+            } catch {
+                logger.error("sharing: cannot journal \(kind.rawValue): \(error)")
+            }
+        }
+        group = ServiceGroup(
+            configuration: .init(services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)], logger: logger))
+    }
+
+    package func runUntilSignalled() async throws {
+        try await group.runUntilSignalled(logger: logger)
+    }
+}
+
+/// `live-status.json` in the state directory: the live page's process, for `fieldlog status`.
+package enum LivePageStatusFile {
+    package static let fileName = "live-status.json"
+
+    package struct Contents: Codable, Sendable {
+        package var pid: Int32
+        package var address: String
+    }
+
+    package static func read(directory: String) -> Contents? {
+        guard let bytes = try? FileIO.readRegular(fileName, in: directory, maxBytes: 4 << 10) else { return nil }
+        return try? JSONDecoder().decode(Contents.self, from: Data(bytes))
+    }
+
+    static func write(address: String, directory: String) {
+        guard var bytes = try? Array(JSONEncoder().encode(Contents(pid: getpid(), address: address))) else { return }
+        bytes.append(UInt8(ascii: "\n"))
+        // Best effort: status never stops the page.
+        try? FileIO.replace(directory + "/" + fileName, with: bytes, durable: false)
+    }
+}
+
+/// Bounds a process beside the recorder by design: its data (heap, buffers, thread stacks) may not pass
+/// `dataBytes`, so whatever a client or a broker makes it allocate fails in it, or ends it, and never takes
+/// memory the recorder shares a limit with (children mode under one cgroup). It offers itself to the kernel's
+/// OOM killer before the recorder, and yields the CPU to it (nice 10): a crowd of clients slows the page, not
+/// the recording.
+package func boundHelperProcess(dataBytes: Int) throws(DaemonError) {
+    let rc = csandbox_limit_data(Int64(dataBytes))
+    guard rc == 0 else { throw DaemonError("cannot limit its memory: \(String(cString: strerror(-rc)))") }
+    // Raising one's own niceness needs no privilege; under systemd, Nice= in the unit says the same.
+    _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, max(10, getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)))
+    let descriptor = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { return }
+    _ = FileIO.writeAll(Array("500\n".utf8), to: descriptor)
+    close(descriptor)
+}
+
+/// What each process beside the recorder may hold, as the systemd units' MemoryMax= (deploy/).
+package enum HelperMemory {
+    package static let livePage = 128 << 20
+    package static let liveShare = 96 << 20
+}
+
+/// A process started by `fieldlog run --helpers children` ends with it: `supervisor` is the pid it was given.
+package func endWithSupervisor(_ supervisor: Int32) throws(DaemonError) {
+    let rc = csandbox_end_with_parent(supervisor)
+    guard rc == 0 else {
+        throw DaemonError(rc == -ESRCH ? "the recorder (pid \(supervisor)) has ended" : String(cString: strerror(-rc)))
+    }
+}
+
+/// The running recorder as status.json describes it, read again at most twice a second: the page asks for it
+/// on every look at the walk.
+final class RecorderState: Sendable {
+    private let directory: String
+    private let cached = Mutex<(at: Double, contents: StatusFile.Contents?)>((-1, nil))
+
+    init(directory: String) {
+        self.directory = directory
+    }
+
+    /// The status of a recorder that is running now, else nil.
+    var current: StatusFile.Contents? {
+        let now = monotonicSeconds()
+        if let hit = cached.withLock({ $0.at >= 0 && now - $0.at < 0.5 ? $0 : nil }) { return hit.contents }
+        var contents = StatusFile.read(directory: directory)
+        if let status = contents, !isAlive(status.pid) || status.gpsd == .stopped { contents = nil }
+        cached.withLock { $0 = (now, contents) }
+        return contents
+    }
+
+    /// The live page's status line, from status.json and share-status.json.
+    func liveStatus() -> LiveStatus {
+        guard let status = current else {
+            return LiveStatus(distance: 0, milestones: 0, gpsd: .stopped, lastFixWall: nil, photos: nil, storage: nil)
+        }
+        let shares = ShareStatusFile.read(directory: directory).flatMap { isAlive($0.pid) ? $0.destinations.map(\.line) : nil }
+        return LiveStatus(
+            distance: status.distanceMetres, milestones: status.milestones, gpsd: status.gpsd,
+            lastFixWall: status.lastFixWall, photos: status.photos.flatMap(PhotoActivity.State.init(statusRecord:)),
+            storage: status.storage?.reason, suspectFixes: status.suspectFixes ?? 0,
+            rejectedFixes: status.rejectedFixes ?? 0, shares: shares)
+    }
+}
+
+/// Whether process `pid` exists (another user's too).
+package func isAlive(_ pid: Int32) -> Bool {
+    pid > 0 && (kill(pid, 0) == 0 || errno == EPERM)
+}
+
+extension ServiceGroup {
+    /// `run()`, and SIGTERM or SIGINT shut the services down gracefully. The signals are taken over for the
+    /// rest of the process.
+    func runUntilSignalled(logger: Logger) async throws {
+        // Signals are waited for here, not by the group (see ShutdownSignals).
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { [logger] in
+                guard let signal = try await ShutdownSignals.first(of: [SIGTERM, SIGINT]) else { return }
+                logger.info("signal \(signal): shutting down")
+                await self.triggerGracefulShutdown()
+            }
+            try await self.run()
+            tasks.cancelAll()
+        }
+    }
+}

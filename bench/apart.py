@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""The recorder apart from the live page and sharing: each process's resident memory and CPU, beside the single
+process of an older build and gpxlogger, on one 1 Hz replay.
+
+    bench/apart.py SINGLE_PROCESS_BINARY BINARY [--seconds 300]
+
+On one gpsd fed one fix a second (a generated walk, no photo source), all at once:
+  - SINGLE_PROCESS_BINARY `run --http … --share mqtt://…`: a build from before the split, everything in one process;
+  - BINARY `run --http … --share mqtt://…`: the recorder, and its children `live-page` and `live-share`;
+  - BINARY `run`: the recorder alone (no page, no sharing);
+  - gpxlogger.
+Sharing goes to a Mosquitto broker on loopback started for the run; nobody opens the pages. Printed for each
+process: CPU seconds per walked hour after the first fix, and resident memory at the end (MB,
+/proc/PID/smaps, as bench/side-by-side.py measures it), and for BINARY the sum of its three processes against
+the single process. Copy the older binary before rebuilding: each path is measured as it is.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent / "tools")]
+import walkbench  # noqa: E402
+from fieldlog_tools import free_port, start_gpsfake, stop, wait_listening  # noqa: E402
+
+
+def start_broker(work):
+    port = free_port()
+    conf = work / "mosquitto.conf"
+    conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+    broker = subprocess.Popen(["mosquitto", "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_listening(port)
+    return broker, port
+
+
+def helpers(state):
+    """The pids of the recorder's children, from its status.json."""
+    try:
+        status = json.loads((state / "status.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {h["name"]: h["pid"] for h in status.get("helpers") or [] if h.get("running") and h.get("pid")}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("single")
+    parser.add_argument("binary")
+    parser.add_argument("--seconds", type=float, default=300)
+    args = parser.parse_args()
+    single, binary = os.path.abspath(args.single), os.path.abspath(args.binary)
+    work = Path(tempfile.mkdtemp(prefix="fieldlog-apart."))
+    capture = work / "walk.nmea"
+    subprocess.run([sys.executable, str(HERE / "walk.py"), str((args.seconds + 60) / 3600), str(capture)], check=True)
+    broker, mqtt = start_broker(work)
+    gpsfake, port = start_gpsfake(capture, 0.5, log=work / "gpsfake.log")
+    gpxlogger_path = shutil.which("gpxlogger")
+    share = ["--share", f"mqtt://127.0.0.1:{mqtt}/", "--share-device", "bench"]
+    runs = [
+        ("single process, page and sharing", single, ["--http", f"127.0.0.1:{free_port()}", *share]),
+        ("recorder, page and sharing apart", binary, ["--http", f"127.0.0.1:{free_port()}", *share]),
+        ("recorder alone", binary, []),
+    ]
+    processes, states = [], []
+    try:
+        for path in [single, binary, gpxlogger_path]:
+            Path(path).read_bytes()
+        for index, (_, path, extra) in enumerate(runs):
+            state = work / str(index) / "state"
+            states.append(state)
+            processes.append(subprocess.Popen(
+                [path, "run", "--once", "--gpsd", f"127.0.0.1:{port}", "--state-dir", str(state),
+                 "--cache-dir", str(work / str(index) / "cache"), "--photo-sources", "none", *extra],
+                env=dict(os.environ, FIELDLOG_CONFIG="/dev/null"), stderr=subprocess.DEVNULL))
+        gpxlogger = subprocess.Popen([gpxlogger_path, "-e", "sockets", "-f", str(work / "gpxlogger.gpx"),
+                                      f"127.0.0.1:{port}"], stderr=subprocess.DEVNULL)
+        processes.append(gpxlogger)
+        started = time.monotonic()
+        while not all((found := list(s.glob("*.jsonl"))) and walkbench.last_fix_time(found[0]) for s in states) \
+                or len(helpers(states[1])) < 2:
+            if time.monotonic() - started > 60:
+                sys.exit("no first fix journaled (or no helper processes) within 60 s")
+            time.sleep(0.05)
+        first_fix = time.monotonic()
+        children = helpers(states[1])
+        # (label, pid, binary) for every process measured, in the order printed.
+        measured = [(runs[0][0], processes[0].pid, single),
+                    ("  the recorder", processes[1].pid, binary),
+                    ("  live-page", children["live-page"], binary),
+                    ("  live-share", children["live-share"], binary),
+                    (runs[2][0], processes[2].pid, binary),
+                    ("gpxlogger", gpxlogger.pid, gpxlogger_path)]
+        before = [walkbench.cpu_seconds(pid) for _, pid, _ in measured]
+        time.sleep(max(0.0, args.seconds - (first_fix - started)))
+        hours = (time.monotonic() - first_fix) / 3600
+        cpu = [(walkbench.cpu_seconds(pid) - b) / hours for (_, pid, _), b in zip(measured, before)]
+        resident = []
+        for _, pid, path in measured:
+            parts = walkbench.resident_kb(pid, path)
+            resident.append(sum(parts.values()) / 1024 if parts else float("nan"))
+        print(f"{args.seconds:g} s at 1 Hz on one gpsd, no photos, sharing to Mosquitto on loopback, no page open;"
+              f" CPU after the first fix, resident memory at the end (MB):")
+        print(f"  {'process':<36} {'resident MB':>11} {'CPU s per walked hour':>22}")
+        for index, (label, _, _) in enumerate(measured):
+            if index == 1:
+                print(f"  {runs[1][0]}:")
+            print(f"  {label:<36} {resident[index]:>11.1f} {cpu[index]:>22.3f}")
+        total_resident, total_cpu = sum(resident[1:4]), sum(cpu[1:4])
+        print(f"  {'  the three together':<36} {total_resident:>11.1f} {total_cpu:>22.3f}")
+        print(f"apart / single process: resident {total_resident / resident[0]:.2f}x, CPU {total_cpu / cpu[0]:.2f}x;"
+              f" the recorder alone {resident[4]:.1f} MB (goal <= 10), gpxlogger {resident[5]:.1f} MB")
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait()
+        stop(gpsfake)
+        broker.terminate()
+        broker.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
