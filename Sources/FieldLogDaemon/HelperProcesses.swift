@@ -56,22 +56,67 @@ package struct ShareProcess {
         } catch {
             throw DaemonError(error.message)
         }
-        let recorder = RecorderState(directory: store.directory)
-        let service = ShareService(settings: shareSettings, store: store, logger: logger) { [logger] kind, message in
-            guard let walk = recorder.current?.walk ?? (try? store.walkIDs())?.last else { return }
-            let event = JournalEvent(kind: kind, wall: Date().timeIntervalSince1970, message: message)
-            do {
-                try store.append(.event(event), toWalk: walk)
-            } catch {
-                logger.error("sharing: cannot journal \(kind.rawValue): \(error)")
-            }
+        let events = ShareEvents(store: store, logger: logger)
+        let service = ShareService(settings: shareSettings, store: store, logger: logger) { kind, message in
+            events.note(kind, message: message)
         }
         group = ServiceGroup(
-            configuration: .init(services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)], logger: logger))
+            configuration: .init(
+                services: [
+                    .init(service: service, successTerminationBehavior: .gracefullyShutdownGroup),
+                    .init(service: events, successTerminationBehavior: .ignore),
+                ],
+                logger: logger))
     }
 
     package func runUntilSignalled() async throws {
         try await group.runUntilSignalled(logger: logger)
+    }
+}
+
+/// Sharing's events journaled into the walk being recorded, as the recorder journals its own: held while
+/// there is no walk yet (a broker refusing the password before the first fix), and written once there is.
+final class ShareEvents: Service, Sendable {
+    private let store: JournalStore
+    private let recorder: RecorderState
+    private let logger: Logger
+    private let pending = Mutex<[JournalEvent]>([])
+
+    init(store: JournalStore, logger: Logger) {
+        self.store = store
+        recorder = RecorderState(directory: store.directory)
+        self.logger = logger
+    }
+
+    func note(_ kind: JournalEvent.Kind, message: String) {
+        let time = recorder.current?.lastFixTime.flatMap(Timestamp.parse)
+        pending.withLock { $0.append(JournalEvent(kind: kind, time: time, wall: Date().timeIntervalSince1970, message: message)) }
+        flush()
+    }
+
+    func run() async throws {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            try? await sleepOnEventLoop(for: .seconds(2))
+            flush()
+        }
+    }
+
+    private func flush() {
+        pending.withLock { events in
+            guard !events.isEmpty else { return }
+            // A running recorder's walk once it has one; with no recorder, the newest walk.
+            let running = recorder.current
+            guard let walk = running != nil ? running?.walk : (try? store.walkIDs())?.last else { return }
+            while let event = events.first {
+                do {
+                    try store.append(.event(event), toWalk: walk)
+                } catch {
+                    logger.error("sharing: cannot journal \(event.kind.rawValue): \(error)")
+                    return
+                }
+                events.removeFirst()
+            }
+        }
     }
 }
 
