@@ -64,16 +64,11 @@ let package = Package(
             name: "CSandbox",
             cSettings: [.define("_GNU_SOURCE")]
         ),
-        // libmosquitto as pkg-config knows it (apt: libmosquitto-dev).
-        .systemLibrary(
-            name: "CLibMosquitto",
-            pkgConfig: "libmosquitto",
-            providers: [.apt(["libmosquitto-dev"])]
-        ),
-        // The only code that touches struct mosquitto: one client, its callbacks and its network thread.
+        // The only code that touches struct mosquitto: one client, its callbacks and its network thread. It
+        // loads libmosquitto (apt: libmosquitto-dev to build, libmosquitto1 to run) when sharing starts, so that
+        // the recorder never maps it.
         .target(
             name: "CMosquittoShim",
-            dependencies: ["CLibMosquitto"],
             cSettings: [.define("_GNU_SOURCE")]
         ),
         // The layers, lowest first; each depends only on those above it in this list, so the compiler keeps the

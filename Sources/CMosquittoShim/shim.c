@@ -1,6 +1,7 @@
 // libmosquitto behind plain functions: the shim owns the client, its callbacks and its network thread, so
 // that Swift never sees a C callback, a struct mosquitto or a MOSQ_ERR_* code.
 #include "CMosquittoShim.h"
+#include "loader.h"
 
 #include <errno.h>
 #include <mosquitto.h>
@@ -217,6 +218,7 @@ static void *network_thread(void *argument) {
 }
 
 cmqtt_client *cmqtt_start(const cmqtt_options *options, char *error, size_t error_capacity) {
+    if (cmosq_load(error, error_capacity) != 0) return NULL;
     pthread_once(&library_once, library_init);
     struct cmqtt_client *client = calloc(1, sizeof *client);
     if (!client) {

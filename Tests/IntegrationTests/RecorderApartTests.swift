@@ -45,12 +45,16 @@ struct RecorderApartTests {
             Harness.fieldlog,
             ["run", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", directory + "/cache",
              "--photo-sources", "none", "--http", "127.0.0.1:\(port)",
-             "--share", "http://127.0.0.1:\(Harness.freePort())/pub"],
+             "--share", "mqtt://127.0.0.1:\(Harness.freePort())/"],
             in: directory)
         #expect(await waitUntil { helper("live-page")?.running == true && helper("live-share")?.running == true })
         #expect(await waitUntil { pageAnswers(port) })
         let recorderStatus = try #require(StatusFile.read(directory: state))
         #expect(recorderStatus.pid == recorder.pid)
+        // libmosquitto (and the libssl it brings) is loaded by sharing's process only.
+        let sharing = try #require(helper("live-share")?.pid)
+        #expect(await waitUntil { Self.maps(sharing).contains("libmosquitto") })
+        #expect(!Self.maps(recorder.pid).contains("libmosquitto"))
 
         for name in ["live-page", "live-share"] {
             let first = try #require(helper(name)?.pid)
@@ -147,6 +151,11 @@ struct RecorderApartTests {
         let log = try store.read(walkID)
         #expect(log.points.count - fixesBefore >= seconds - 2, "\(log.points.count - fixesBefore) of \(seconds) fixes journaled")
         #expect(log.events.filter { $0.kind == .sessionStart }.count == 1, "the recorder never restarted")
+    }
+
+    static func maps(_ pid: Int32) -> String {
+        // Read to its end: procfs files say they are empty.
+        FileHandle(forReadingAtPath: "/proc/\(pid)/maps").map { String(decoding: $0.readDataToEndOfFile(), as: UTF8.self) } ?? ""
     }
 
     /// A client with a 4 KiB receive buffer (set before connecting, so that the window stays small).
