@@ -437,7 +437,7 @@ private func xmp(_ properties: [(String, String)], prefix: String = "exif", elem
     write(
         "exif-wins.jpg",
         try jpeg(gps: gps(52.8, "N", 5.3, "E"), after: xmp([("GPSLatitude", "10,0N"), ("GPSLongitude", "20,0E")])))
-    // Not placed: and why.
+    // Not placed, and why: without an XMP position, what counts is that there is no EXIF.
     write("xmp-no-gps.jpg", try jpeg(before: xmp([("DateTimeOriginal", "2024-05-18T08:00:00")])))
     write("xmp-ref-only.jpg", try jpeg(before: xmp([("GPSLatitudeRef", "N"), ("GPSLongitude", "0,7.5W")])))
     write("xmp-void.jpg", try jpeg(before: xmp([("GPSStatus", "V"), ("GPSLatitude", "51,30N"), ("GPSLongitude", "0,7W")])))
@@ -450,7 +450,7 @@ private func xmp(_ properties: [(String, String)], prefix: String = "exif", elem
     #expect(scan.photos == 5)
     #expect(
         scan.skipped == [
-            "xmp-no-gps.jpg": .noGPS, "xmp-ref-only.jpg": .noGPS, "xmp-void.jpg": .gpsVoid,
+            "xmp-no-gps.jpg": .noEXIF, "xmp-ref-only.jpg": .noEXIF, "xmp-void.jpg": .gpsVoid,
             "xmp-range.jpg": .outOfRange, "xmp-garbage.jpg": .outOfRange, "xmp-swapped.jpg": .outOfRange,
         ])
     let placed = Dictionary(uniqueKeysWithValues: await source.candidates.map { ($0.id, ($0.latitude, $0.longitude)) })
