@@ -300,7 +300,8 @@ static bool xmp_exif_prefix(const unsigned char *xmp, size_t size, char *prefix,
     for (const unsigned char *at = find(xmp, end, "xmlns:"); at != NULL; at = find(at + 1, end, "xmlns:")) {
         const unsigned char *name = at + 6;
         const unsigned char *equals = name;
-        while (equals < end && (size_t)(equals - name) < capacity && (isalnum(*equals) || *equals == '_' || *equals == '-')) {
+        while (equals < end && (size_t)(equals - name) < capacity
+               && (isalnum(*equals) || *equals == '_' || *equals == '-')) {
             equals++;
         }
         size_t length = (size_t)(equals - name);

@@ -124,7 +124,8 @@ struct PhotoTests {
         let capture = directory + "/walk.nmea"
         try walk.write(to: capture)
         let fixtures = Harness.repository + "/Tests/Fixtures/geotagged"
-        let names = try FileManager.default.contentsOfDirectory(atPath: fixtures).filter { $0.hasSuffix(".jpg") }.sorted()
+        let names = try FileManager.default.contentsOfDirectory(atPath: fixtures).filter { $0.hasSuffix(".jpg") }
+            .sorted()
         #expect(names.count == 36)
         let photos = directory + "/photos"
         try FileManager.default.createDirectory(atPath: photos, withIntermediateDirectories: true)
@@ -136,8 +137,8 @@ struct PhotoTests {
 
         let gpsd = try await GPSFake(capture: capture, delay: 0.002, in: directory)
         let outcome = try await fieldlog(
-            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache, "--photos-dir", photos,
-             "--photo-sources", "local"],
+            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
+             "--photos-dir", photos, "--photo-sources", "local"],
             in: directory)
         await gpsd.wait()
         #expect(outcome.status == 0, "\(outcome.stderr)")

@@ -369,7 +369,8 @@ private func geotaggedPosition(_ k: Int) -> (lat: Double, lon: Double) {
     #expect(scan.skipped.isEmpty)
     for (k, candidate) in await source.candidates.enumerated() {
         let expected = geotaggedPosition(k)
-        #expect(Geodesy.distance(candidate.latitude, candidate.longitude, expected.lat, expected.lon) < 1, "\(candidate.id)")
+        let off = Geodesy.distance(candidate.latitude, candidate.longitude, expected.lat, expected.lon)
+        #expect(off < 1, "\(candidate.id)")
     }
 }
 
@@ -403,9 +404,10 @@ private func xmp(_ properties: [(String, String)], prefix: String = "exif", elem
     let values = properties.map { name, value in
         elements ? "<\(prefix):\(name)>\(value)</\(prefix):\(name)>" : " \(prefix):\(name)=\"\(value)\""
     }.joined(separator: elements ? "\n" : "")
+    let namespace = "http://ns.adobe.com/exif/1.0/"
     let description = elements
-        ? "<rdf:Description rdf:about=\"\" xmlns:\(prefix)='http://ns.adobe.com/exif/1.0/'>\n\(values)\n</rdf:Description>"
-        : "<rdf:Description rdf:about=\"\" xmlns:\(prefix)=\"http://ns.adobe.com/exif/1.0/\"\(values)/>"
+        ? "<rdf:Description rdf:about=\"\" xmlns:\(prefix)='\(namespace)'>\n\(values)\n</rdf:Description>"
+        : "<rdf:Description rdf:about=\"\" xmlns:\(prefix)=\"\(namespace)\"\(values)/>"
     let packet = """
         <?xpacket begin='\u{FEFF}' id='W5M0MpCehiHzreSzNTczkc9d'?>
         <x:xmpmeta xmlns:x='adobe:ns:meta/'><rdf:RDF xmlns:rdf='http://www.w3.org/1999/02/22-rdf-syntax-ns#'>
@@ -427,20 +429,17 @@ private func xmp(_ properties: [(String, String)], prefix: String = "exif", elem
         atPath: geotagged + "/xmp/p01_china_xmp.jpg", toPath: directory + "/p01_china_xmp.jpg")
     // Both forms of the XMP specification, as attributes and as elements, under another prefix too.
     write("minutes.jpg", try jpeg(before: xmp([("GPSLatitude", "51,30.123N"), ("GPSLongitude", "0,7.5W")])))
-    write(
-        "seconds.jpg",
-        try jpeg(before: xmp([("GPSLatitude", "33,51,7.38S"), ("GPSLongitude", "151,12,54E")], prefix: "e", elements: true)))
+    let sydney = xmp([("GPSLatitude", "33,51,7.38S"), ("GPSLongitude", "151,12,54E")], prefix: "e", elements: true)
+    write("seconds.jpg", try jpeg(before: sydney))
     // Where the EXIF has no position, after it; where it has one, the EXIF wins.
-    write(
-        "after-exif.jpg",
-        try jpeg(ifd0: [.ascii(0x013B, "Ann Example")], after: xmp([("GPSLatitude", "10,0N"), ("GPSLongitude", "20,0E")])))
-    write(
-        "exif-wins.jpg",
-        try jpeg(gps: gps(52.8, "N", 5.3, "E"), after: xmp([("GPSLatitude", "10,0N"), ("GPSLongitude", "20,0E")])))
+    let ten = xmp([("GPSLatitude", "10,0N"), ("GPSLongitude", "20,0E")])
+    write("after-exif.jpg", try jpeg(ifd0: [.ascii(0x013B, "Ann Example")], after: ten))
+    write("exif-wins.jpg", try jpeg(gps: gps(52.8, "N", 5.3, "E"), after: ten))
     // Not placed, and why: without an XMP position, what counts is that there is no EXIF.
     write("xmp-no-gps.jpg", try jpeg(before: xmp([("DateTimeOriginal", "2024-05-18T08:00:00")])))
     write("xmp-ref-only.jpg", try jpeg(before: xmp([("GPSLatitudeRef", "N"), ("GPSLongitude", "0,7.5W")])))
-    write("xmp-void.jpg", try jpeg(before: xmp([("GPSStatus", "V"), ("GPSLatitude", "51,30N"), ("GPSLongitude", "0,7W")])))
+    let void = xmp([("GPSStatus", "V"), ("GPSLatitude", "51,30N"), ("GPSLongitude", "0,7W")])
+    write("xmp-void.jpg", try jpeg(before: void))
     write("xmp-range.jpg", try jpeg(before: xmp([("GPSLatitude", "91,0N"), ("GPSLongitude", "0,7W")])))
     write("xmp-garbage.jpg", try jpeg(before: xmp([("GPSLatitude", "north"), ("GPSLongitude", "0,7W")])))
     write("xmp-swapped.jpg", try jpeg(before: xmp([("GPSLatitude", "51,30E"), ("GPSLongitude", "0,7N")])))
