@@ -125,8 +125,10 @@ package struct Daemon {
                 let folder = try LocalPhotoSource(
                     directory: directory, reader: .isolated(executable: executable, limits: PhotoWorkLimits()))
                 let scan = await folder.lastScan
-                logger.info(
-                    "photos from \(directory): \(scan.photos) geotagged, \(scan.withoutGPS) without position, \(scan.unreadable) unreadable")
+                logger.info("photos from \(directory): \(scan.summary)")
+                for (name, reason) in scan.skipped.sorted(by: { $0.key < $1.key }) {
+                    logger.info("photo \(name) not placed: \(reason.rawValue)")
+                }
                 sources.append(.init(name: "local", source: folder))
             case "flickr":
                 guard let key else {

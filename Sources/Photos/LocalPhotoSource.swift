@@ -1,5 +1,3 @@
-import CExifShim
-
 import Glibc
 import Thumbnailing
 import WalkModel
@@ -8,21 +6,34 @@ import WalkModel
 ///
 /// The folder is indexed once, at start (and again on `rescan()`): each `*.jpg`/`*.jpeg` file's EXIF gives
 /// the position (GPSLatitude/GPSLongitude with their N/S, E/W references) and the attribution (Artist,
-/// ImageDescription or XPTitle, Copyright, DateTimeOriginal). Files without a usable position are skipped
-/// and counted. Subfolders and hidden files are not read.
+/// ImageDescription or XPTitle, Copyright, DateTimeOriginal); an XMP position where the EXIF has none. Files
+/// without a usable position are skipped, each with its reason. Subfolders and hidden files are not read.
 public actor LocalPhotoSource: PhotoSource {
-    /// What one reading of the folder found, for a log line.
+    /// What one reading of the folder found, for the log.
     public struct Scan: Sendable, Equatable {
         /// Geotagged JPEGs now offered.
         public var photos = 0
-        /// JPEGs skipped: no EXIF, or EXIF without a usable position.
-        public var withoutGPS = 0
-        /// JPEGs that could not be opened or read.
-        public var unreadable = 0
+        /// JPEGs not offered, by file name, with why: no position, or the file could not be read.
+        public var skipped: [String: Geotag] = [:]
         /// JPEGs skipped because another file's name gave the same id.
         public var duplicates = 0
 
         public init() {}
+
+        /// Files skipped for this reason.
+        public func count(_ reason: Geotag) -> Int {
+            skipped.values.filter { $0 == reason }.count
+        }
+
+        /// "35 geotagged, 1 no EXIF": the reasons that occurred, in `Geotag`'s order.
+        public var summary: String {
+            var parts = ["\(photos) geotagged"]
+            for reason in Geotag.allCases where reason != .geotagged && count(reason) > 0 {
+                parts.append("\(count(reason)) \(reason.rawValue)")
+            }
+            if duplicates > 0 { parts.append("\(duplicates) duplicate \(duplicates == 1 ? "id" : "ids")") }
+            return parts.joined(separator: ", ")
+        }
     }
 
     /// Licence text when a photo's EXIF has no Copyright.
@@ -170,19 +181,16 @@ public actor LocalPhotoSource: PhotoSource {
         let records = reader.read(names.map { directory + "/" + $0 })
         for (name, record) in zip(names, records) {
             let path = directory + "/" + name
-            switch record.result {
-            case Int32(CEXIF_GPS):
-                let candidate = Self.candidate(from: record, fileName: name, path: path)
-                if photos[candidate.id] != nil {
-                    scan.duplicates += 1
-                } else {
-                    photos[candidate.id] = Photo(candidate: candidate, path: path)
-                    scan.photos += 1
-                }
-            case Int32(CEXIF_NO_GPS), Int32(CEXIF_NO_EXIF):
-                scan.withoutGPS += 1
-            default:
-                scan.unreadable += 1
+            guard record.geotag == .geotagged else {
+                scan.skipped[name] = record.geotag
+                continue
+            }
+            let candidate = Self.candidate(from: record, fileName: name, path: path)
+            if photos[candidate.id] != nil {
+                scan.duplicates += 1
+            } else {
+                photos[candidate.id] = Photo(candidate: candidate, path: path)
+                scan.photos += 1
             }
         }
         return (photos, scan)

@@ -3,9 +3,39 @@ import CSandbox
 import FoundationEssentials
 import Glibc
 
-/// One JPEG's EXIF as the local folder source uses it: `result` is a `CEXIF_*` code.
+/// Whether a JPEG's metadata places it, and if not, why not. The raw values are what the log says.
+public enum Geotag: String, Codable, Sendable, CaseIterable {
+    /// An EXIF position, else an XMP one.
+    case geotagged
+    /// Neither an EXIF segment nor an XMP position (or not a JPEG).
+    case noEXIF = "no EXIF"
+    /// An EXIF segment libexif cannot read: no valid TIFF header, or cut short before its GPS tags.
+    case exifUnreadable = "EXIF unreadable"
+    /// EXIF (or XMP) without both coordinates and their references.
+    case noGPS = "no GPS"
+    /// GPSStatus V (no fix), or exactly 0/0.
+    case gpsVoid = "GPS void"
+    /// A coordinate that is no place on Earth: beyond 90/180 degrees, a zero denominator, a wrong type.
+    case outOfRange = "out of range"
+    /// The file could not be opened or read, or the worker reading it died.
+    case unreadable
+
+    init(code: Int32) {
+        switch code {
+        case Int32(CEXIF_GPS): self = .geotagged
+        case Int32(CEXIF_NO_GPS): self = .noGPS
+        case Int32(CEXIF_NO_EXIF): self = .noEXIF
+        case Int32(CEXIF_UNREADABLE): self = .exifUnreadable
+        case Int32(CEXIF_GPS_VOID): self = .gpsVoid
+        case Int32(CEXIF_OUT_OF_RANGE): self = .outOfRange
+        default: self = .unreadable
+        }
+    }
+}
+
+/// One JPEG's EXIF as the local folder source uses it.
 public struct ExifRecord: Codable, Sendable, Equatable {
-    package var result: Int32
+    package var geotag: Geotag
     package var latitude = 0.0
     package var longitude = 0.0
     package var title = ""
@@ -13,13 +43,13 @@ public struct ExifRecord: Codable, Sendable, Equatable {
     package var copyright = ""
     package var taken = ""
 
-    package init(result: Int32) {
-        self.result = result
+    package init(geotag: Geotag) {
+        self.geotag = geotag
     }
 
     package init(_ info: cexif_info, result: Int32) {
         var info = info
-        self.result = result
+        geotag = Geotag(code: result)
         latitude = info.latitude
         longitude = info.longitude
         title = Self.text(&info.title)
@@ -62,7 +92,7 @@ public enum ExifReading: Sendable {
                 records += batch
                 if batch.count < remaining.count {
                     // The worker died on this file.
-                    records.append(ExifRecord(result: Int32(CEXIF_CANNOT_READ)))
+                    records.append(ExifRecord(geotag: .unreadable))
                 }
             }
             return records

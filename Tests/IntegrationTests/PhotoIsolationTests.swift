@@ -160,10 +160,10 @@ struct LargePhotoTests {
     let directory = Harness.temporaryDirectory()
     // Reports one file, then dies on the next, every time it is started.
     let worker = try script(
-        #"printf '{"result":0,"latitude":1,"longitude":2,"title":"t","artist":"a","copyright":"c","taken":""}\n'; kill -SEGV $$"#,
+        #"printf '{"geotag":"geotagged","latitude":1,"longitude":2,"title":"t","artist":"a","copyright":"c","taken":""}\n'; kill -SEGV $$"#,
         in: directory)
     let records = ExifReading.isolated(executable: worker, limits: PhotoWorkLimits()).read(["/a.jpg", "/b.jpg", "/c.jpg"])
-    #expect(records.map(\.result) == [0, -3, 0])
+    #expect(records.map(\.geotag) == [.geotagged, .unreadable, .geotagged])
     #expect(records[2].latitude == 1 && records[2].title == "t")
 }
 

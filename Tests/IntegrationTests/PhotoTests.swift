@@ -115,6 +115,43 @@ struct PhotoTests {
         await flickr.stop()
     }
 
+    /// A folder of real photos, each geotagged by exiftool 30 m beside its own hundred metres of the walk
+    /// (`Tests/Fixtures/geotagged`; p10_hubble has Photoshop's APP12 "Ducky" before its EXIF), and one
+    /// without any EXIF.
+    @Test func everyMilestoneGetsItsOwnPhotoFromAFolderOfRealPhotos() async throws {
+        var walk = SyntheticWalk(heading: 45)
+        walk.add([.walk(seconds: 900, speed: 1.4)])
+        let capture = directory + "/walk.nmea"
+        try walk.write(to: capture)
+        let fixtures = Harness.repository + "/Tests/Fixtures/geotagged"
+        let names = try FileManager.default.contentsOfDirectory(atPath: fixtures).filter { $0.hasSuffix(".jpg") }
+            .sorted()
+        #expect(names.count == 36)
+        let photos = directory + "/photos"
+        try FileManager.default.createDirectory(atPath: photos, withIntermediateDirectories: true)
+        for name in names {
+            try FileManager.default.copyItem(atPath: fixtures + "/" + name, toPath: photos + "/" + name)
+        }
+        try FileManager.default.copyItem(
+            atPath: Harness.repository + "/Tests/Fixtures/photos/p05_left01_gray.jpg", toPath: photos + "/left01.jpg")
+
+        let gpsd = try await GPSFake(capture: capture, delay: 0.002, in: directory)
+        let outcome = try await fieldlog(
+            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
+             "--photos-dir", photos, "--photo-sources", "local"],
+            in: directory)
+        await gpsd.wait()
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        #expect(outcome.stderr.contains("photos from \(photos): 36 geotagged, 1 no EXIF\n"), "\(outcome.stderr)")
+        #expect(outcome.stderr.contains("photo left01.jpg not placed: no EXIF"))
+        let log = try walkLog()
+        #expect(log.milestones.count >= 12)
+        for milestone in log.milestones {
+            let own = names[Int((milestone.distance / 100).rounded())].dropLast(4)
+            #expect(log.photos[milestone.index]?.photo?.id == String(own), "milestone \(milestone.index)")
+        }
+    }
+
     @Test func photosAreBackFilledInOrderWhenTheNetworkReturns() async throws {
         let (capture, _) = try walkWithPhotos()
         let port = Int(Harness.freePort())

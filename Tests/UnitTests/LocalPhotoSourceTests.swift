@@ -41,7 +41,7 @@ private func demoBytes(_ name: String) throws -> [UInt8] {
     let source = try LocalPhotoSource(directory: demoPhotos)
     let scan = await source.lastScan
     #expect(scan.photos == 8)
-    #expect(scan.withoutGPS == 0 && scan.unreadable == 0 && scan.duplicates == 0)
+    #expect(scan.skipped.isEmpty && scan.duplicates == 0)
     #expect(Set(await source.candidates.map(\.id)) == demoIDs)
     var total = 0
     for id in demoIDs {
@@ -209,8 +209,16 @@ private func ifdSize(_ tags: [Tag]) -> Int {
     ifd(tags, at: 0).count
 }
 
-/// A JPEG: a demo photo's image data behind an APP1 with exactly these tags.
-private func jpeg(ifd0: [Tag] = [], exif: [Tag] = [], gps: [Tag] = []) throws -> [UInt8] {
+/// An APPn segment.
+private func segment(_ marker: UInt8, _ payload: [UInt8]) -> [UInt8] {
+    [0xFF, marker, UInt8((payload.count + 2) >> 8), UInt8((payload.count + 2) & 0xFF)] + payload
+}
+
+/// A JPEG: a demo photo's image data behind an APP1 with exactly these tags (none without tags), and
+/// `before`/`after` it.
+private func jpeg(
+    ifd0: [Tag] = [], exif: [Tag] = [], gps: [Tag] = [], before: [UInt8] = [], after: [UInt8] = []
+) throws -> [UInt8] {
     var ifd0 = ifd0
     let pointerTags = (exif.isEmpty ? 0 : 1) + (gps.isEmpty ? 0 : 1)
     let ifd0Size = ifdSize(ifd0) + 12 * pointerTags
@@ -223,10 +231,9 @@ private func jpeg(ifd0: [Tag] = [], exif: [Tag] = [], gps: [Tag] = []) throws ->
     #expect(tiff.count == exifOffset)
     if !exif.isEmpty { tiff += ifd(exif, at: exifOffset) }
     if !gps.isEmpty { tiff += ifd(gps, at: gpsOffset) }
-    let payload = Array("Exif".utf8) + [0, 0] + tiff
-    let length = payload.count + 2
-    let app1 = [0xFF, 0xE1, UInt8(length >> 8), UInt8(length & 0xFF)] + payload
-    return [0xFF, 0xD8] + (ifd0.isEmpty && exif.isEmpty && gps.isEmpty ? [] : app1) + (try imageData())
+    let app1 = segment(0xE1, Array("Exif".utf8) + [0, 0] + tiff)
+    return [0xFF, 0xD8] + before + (ifd0.isEmpty && exif.isEmpty && gps.isEmpty ? [] : app1) + after
+        + (try imageData())
 }
 
 /// The Kleiber photo after SOI, without its APPn segments (its own EXIF).
@@ -267,17 +274,22 @@ private func gps(_ lat: Double, _ latRef: String, _ lon: Double, _ lonRef: Strin
         try jpeg(
             ifd0: [.ascii(0x010E, "OLYMPUS DIGITAL CAMERA")], exif: [.ascii(0x9003, "    :  :     :  :  ")],
             gps: gps(1, "N", 2, "E")))
-    // Skipped: no EXIF; EXIF without GPS; a void fix; 0/0; a missing reference; a zero denominator.
+    // Skipped, each for its reason.
     write("no-exif.jpg", try jpeg())
+    write("text.jpg", Array("not a photo at all".utf8))
     write("no-gps.jpg", try jpeg(ifd0: [.ascii(0x013B, "Ann Example")]))
+    write("no-ref.jpg", try jpeg(gps: [.degrees(2, 52.8), .ascii(3, "E"), .degrees(4, 5.3)]))
     write("void.jpg", try jpeg(gps: gps(52.8, "N", 5.3, "E") + [.ascii(9, "V")]))
     write("null-island.jpg", try jpeg(gps: gps(0, "N", 0, "E")))
-    write("no-ref.jpg", try jpeg(gps: [.degrees(2, 52.8), .ascii(3, "E"), .degrees(4, 5.3)]))
+    write("beyond-the-pole.jpg", try jpeg(gps: gps(95, "N", 5.3, "E")))
+    write("west-of-west.jpg", try jpeg(gps: gps(52.8, "N", 181, "W")))
     var zero = Tag.degrees(2, 52.8)
     zero.value[4..<8] = [0, 0, 0, 0]
     write("zero-denominator.jpg", try jpeg(gps: [.ascii(1, "N"), zero, .ascii(3, "E"), .degrees(4, 5.3)]))
     write("truncated.jpg", Array(try jpeg(gps: gps(52.8, "N", 5.3, "E")).prefix(40)))
-    write("text.jpg", Array("not a photo at all".utf8))
+    var notTIFF = try jpeg(gps: gps(52.8, "N", 5.3, "E"))
+    notTIFF[12...13] = [0x58, 0x58]  // "XX" where the TIFF header says its byte order
+    write("not-tiff.jpg", notTIFF)
     // Not read: other extensions, hidden files, folders.
     write("notes.txt", Array("x".utf8))
     write(".hidden.jpg", try jpeg(gps: gps(52.8, "N", 5.3, "E")))
@@ -287,8 +299,16 @@ private func gps(_ lat: Double, _ latRef: String, _ lon: Double, _ lonRef: Strin
     let source = try LocalPhotoSource(directory: directory)
     let scan = await source.lastScan
     #expect(scan.photos == 3)
-    #expect(scan.withoutGPS == 8)
-    #expect(scan.unreadable == 0)
+    #expect(
+        scan.skipped == [
+            "no-exif.jpg": .noEXIF, "text.jpg": .noEXIF, "no-gps.jpg": .noGPS, "no-ref.jpg": .noGPS,
+            "void.jpg": .gpsVoid, "null-island.jpg": .gpsVoid, "beyond-the-pole.jpg": .outOfRange,
+            "west-of-west.jpg": .outOfRange, "zero-denominator.jpg": .outOfRange, "truncated.jpg": .exifUnreadable,
+            "not-tiff.jpg": .exifUnreadable,
+        ])
+    #expect(
+        scan.summary
+            == "3 geotagged, 2 no EXIF, 2 EXIF unreadable, 2 no GPS, 2 GPS void, 3 out of range")
     let byTitle = Dictionary(uniqueKeysWithValues: await source.candidates.map { ($0.title, $0) })
 
     let cape = try #require(byTitle["Cape Point"])
@@ -329,4 +349,117 @@ private func gps(_ lat: Double, _ latRef: String, _ lon: Double, _ lonRef: Strin
 ])
 func takenDatesAreWrittenAsFlickrDoes(exif: String, expected: String?) {
     #expect(LocalPhotoSource.taken(exif) == expected)
+}
+
+// MARK: - Real photos geotagged by exiftool
+
+private let geotagged = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .appendingPathComponent("Fixtures/geotagged").path
+
+/// Where make-fixtures put photo `k`: 30 m south-east of the point k*100 m along the synthetic walk.
+private func geotaggedPosition(_ k: Int) -> (lat: Double, lon: Double) {
+    let along = Geodesy.destination(55.9486, -3.1999, bearing: 45, distance: Double(k) * 100)
+    return Geodesy.destination(along.lat, along.lon, bearing: 135, distance: 30)
+}
+
+@Test func everyRealPhotoExiftoolGeotaggedIsPlaced() async throws {
+    let source = try LocalPhotoSource(directory: geotagged)
+    let scan = await source.lastScan
+    #expect(scan.photos == 36, "\(scan.summary): \(scan.skipped)")
+    #expect(scan.skipped.isEmpty)
+    for (k, candidate) in await source.candidates.enumerated() {
+        let expected = geotaggedPosition(k)
+        let off = Geodesy.distance(candidate.latitude, candidate.longitude, expected.lat, expected.lon)
+        #expect(off < 1, "\(candidate.id)")
+    }
+}
+
+@Test func aDuckySegmentBeforeTheExifDoesNotHideThePosition() async throws {
+    let directory = Harness.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let hubble = try Array(Data(contentsOf: URL(fileURLWithPath: geotagged + "/p10_hubble.jpg")))
+    // The fixture's layout, as Photoshop's Save for Web writes it: SOI, APP0 JFIF, APP12 Ducky, APP1 Exif.
+    #expect(hubble[20...21] == [0xFF, 0xEC] && Array(hubble[24...28]) == Array("Ducky".utf8))
+    #expect(hubble[39...40] == [0xFF, 0xE1] && Array(hubble[43...46]) == Array("Exif".utf8))
+    #expect(FileManager.default.createFile(atPath: directory + "/p10_hubble.jpg", contents: Data(hubble)))
+    // The same in front of an EXIF the tests write, with a comment and an APP15 besides.
+    let ducky = segment(0xEC, Array("Ducky".utf8) + [0, 1, 0, 4, 0, 0, 0, 85, 0, 0])
+    let written = try jpeg(
+        gps: gps(52.8, "N", 5.3, "E"), before: ducky + segment(0xFE, Array("made by hand".utf8)) + segment(0xEF, [1]))
+    #expect(FileManager.default.createFile(atPath: directory + "/written.jpg", contents: Data(written)))
+
+    let source = try LocalPhotoSource(directory: directory)
+    #expect(await source.lastScan.photos == 2)
+    let placed = Dictionary(uniqueKeysWithValues: await source.candidates.map { ($0.id, $0) })
+    let hubblePlace = try #require(placed["p10_hubble"])
+    let expected = geotaggedPosition(9)
+    #expect(Geodesy.distance(hubblePlace.latitude, hubblePlace.longitude, expected.lat, expected.lon) < 1)
+    let writtenPlace = try #require(placed["written"])
+    #expect(abs(writtenPlace.latitude - 52.8) < 1e-7 && abs(writtenPlace.longitude - 5.3) < 1e-7)
+}
+
+/// An APP1 XMP packet with these properties of the EXIF schema, bound to `prefix`; each as an attribute of
+/// rdf:Description, or with `elements` as an element.
+private func xmp(_ properties: [(String, String)], prefix: String = "exif", elements: Bool = false) -> [UInt8] {
+    let values = properties.map { name, value in
+        elements ? "<\(prefix):\(name)>\(value)</\(prefix):\(name)>" : " \(prefix):\(name)=\"\(value)\""
+    }.joined(separator: elements ? "\n" : "")
+    let namespace = "http://ns.adobe.com/exif/1.0/"
+    let description = elements
+        ? "<rdf:Description rdf:about=\"\" xmlns:\(prefix)='\(namespace)'>\n\(values)\n</rdf:Description>"
+        : "<rdf:Description rdf:about=\"\" xmlns:\(prefix)=\"\(namespace)\"\(values)/>"
+    let packet = """
+        <?xpacket begin='\u{FEFF}' id='W5M0MpCehiHzreSzNTczkc9d'?>
+        <x:xmpmeta xmlns:x='adobe:ns:meta/'><rdf:RDF xmlns:rdf='http://www.w3.org/1999/02/22-rdf-syntax-ns#'>
+        \(description)
+        </rdf:RDF></x:xmpmeta>
+        <?xpacket end='w'?>
+        """
+    return segment(0xE1, Array("http://ns.adobe.com/xap/1.0/".utf8) + [0] + Array(packet.utf8))
+}
+
+@Test func anXMPOnlyPhotoIsPlaced() async throws {
+    let directory = Harness.temporaryDirectory()
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    func write(_ name: String, _ bytes: [UInt8]) {
+        #expect(FileManager.default.createFile(atPath: directory + "/" + name, contents: Data(bytes)))
+    }
+    // A real photo exiftool geotagged in XMP only (make-fixtures).
+    try FileManager.default.copyItem(
+        atPath: geotagged + "/xmp/p01_china_xmp.jpg", toPath: directory + "/p01_china_xmp.jpg")
+    // Both forms of the XMP specification, as attributes and as elements, under another prefix too.
+    write("minutes.jpg", try jpeg(before: xmp([("GPSLatitude", "51,30.123N"), ("GPSLongitude", "0,7.5W")])))
+    let sydney = xmp([("GPSLatitude", "33,51,7.38S"), ("GPSLongitude", "151,12,54E")], prefix: "e", elements: true)
+    write("seconds.jpg", try jpeg(before: sydney))
+    // Where the EXIF has no position, after it; where it has one, the EXIF wins.
+    let ten = xmp([("GPSLatitude", "10,0N"), ("GPSLongitude", "20,0E")])
+    write("after-exif.jpg", try jpeg(ifd0: [.ascii(0x013B, "Ann Example")], after: ten))
+    write("exif-wins.jpg", try jpeg(gps: gps(52.8, "N", 5.3, "E"), after: ten))
+    // Not placed, and why: without an XMP position, what counts is that there is no EXIF.
+    write("xmp-no-gps.jpg", try jpeg(before: xmp([("DateTimeOriginal", "2024-05-18T08:00:00")])))
+    write("xmp-ref-only.jpg", try jpeg(before: xmp([("GPSLatitudeRef", "N"), ("GPSLongitude", "0,7.5W")])))
+    let void = xmp([("GPSStatus", "V"), ("GPSLatitude", "51,30N"), ("GPSLongitude", "0,7W")])
+    write("xmp-void.jpg", try jpeg(before: void))
+    write("xmp-range.jpg", try jpeg(before: xmp([("GPSLatitude", "91,0N"), ("GPSLongitude", "0,7W")])))
+    write("xmp-garbage.jpg", try jpeg(before: xmp([("GPSLatitude", "north"), ("GPSLongitude", "0,7W")])))
+    write("xmp-swapped.jpg", try jpeg(before: xmp([("GPSLatitude", "51,30E"), ("GPSLongitude", "0,7N")])))
+
+    let source = try LocalPhotoSource(directory: directory)
+    let scan = await source.lastScan
+    #expect(scan.photos == 5)
+    #expect(
+        scan.skipped == [
+            "xmp-no-gps.jpg": .noEXIF, "xmp-ref-only.jpg": .noEXIF, "xmp-void.jpg": .gpsVoid,
+            "xmp-range.jpg": .outOfRange, "xmp-garbage.jpg": .outOfRange, "xmp-swapped.jpg": .outOfRange,
+        ])
+    let placed = Dictionary(uniqueKeysWithValues: await source.candidates.map { ($0.id, ($0.latitude, $0.longitude)) })
+    func near(_ id: String, _ lat: Double, _ lon: Double) -> Bool {
+        guard let (a, b) = placed[id] else { return false }
+        return abs(a - lat) < 1e-7 && abs(b - lon) < 1e-7
+    }
+    #expect(near("p01_china_xmp", 55.9486, -3.1999))
+    #expect(near("minutes", 51 + 30.123 / 60, -7.5 / 60))
+    #expect(near("seconds", -(33 + 51.0 / 60 + 7.38 / 3600), 151 + 12.0 / 60 + 54.0 / 3600))
+    #expect(near("after-exif", 10, 20))
+    #expect(near("exif-wins", 52.8, 5.3))
 }
