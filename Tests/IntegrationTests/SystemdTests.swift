@@ -249,7 +249,10 @@ struct DeployTests {
         // Without a default, systemd 252 refuses to start the unit when the key file is missing.
         #expect(value("[Service] SetCredential")?.hasPrefix("flickr-api-key:") == true)
         // Settings come from /etc/fieldlog/fieldlog.conf, the key from the credential of the name fieldlog looks for.
-        #expect(value("[Service] ExecStart") == "/usr/bin/fieldlog run")
+        // The live page and sharing are units of their own, which this unit wants.
+        #expect(value("[Service] ExecStart") == "/usr/bin/fieldlog run --helpers units")
+        #expect(unit["[Unit] Wants"]?.contains { $0.contains("fieldlog-live.service") && $0.contains("fieldlog-share.service") } == true)
+        #expect(unit["[Service] LoadCredential"]?.contains { $0.hasPrefix("share-password") } != true, "only sharing's unit gets its password")
         #expect(unit["[Unit] Wants"]?.contains("gpsd.socket") == true)
         #expect(unit["[Unit] After"]?.contains("gpsd.socket") == true)
         for key in ["[Unit] Wants", "[Unit] After", "[Unit] Requires"] {
@@ -267,16 +270,57 @@ struct DeployTests {
         #expect(value("[Install] WantedBy") == "multi-user.target")
     }
 
+    /// The live page's and sharing's units: part of the recorder's, each its own memory limit, the same sandbox.
+    @Test(arguments: [("fieldlog-live", "live-page", "128M"), ("fieldlog-share", "live-share", "96M")])
+    func helperUnitsRunApartFromTheRecorder(name: String, command: String, memory: String) throws {
+        let recorder = try Self.parseUnit(String(contentsOfFile: Self.unitPath, encoding: .utf8))
+        let unit = try Self.parseUnit(String(contentsOfFile: Harness.repository + "/deploy/\(name).service", encoding: .utf8))
+        func value(_ key: String) -> String? { unit[key]?.last }
+        #expect(value("[Service] ExecStart") == "/usr/bin/fieldlog \(command)")
+        #expect(value("[Unit] PartOf") == "fieldlog.service")
+        #expect(value("[Unit] After") == "fieldlog.service")
+        #expect(value("[Service] MemoryMax") == memory)
+        #expect(value("[Service] Restart") == "on-failure")
+        #expect(value("[Service] User") == "fieldlog")
+        #expect(unit["[Install] WantedBy"] == nil, "started by fieldlog.service's Wants=, not enabled on its own")
+        for (key, values) in recorder where key.hasPrefix("[Service] Protect") || key.hasPrefix("[Service] Private")
+            || key.hasPrefix("[Service] Restrict") || key.hasPrefix("[Service] SystemCall") || key.hasSuffix("Capabilities")
+            || key == "[Service] CapabilityBoundingSet" || key == "[Service] NoNewPrivileges"
+            || key == "[Service] MemoryDenyWriteExecute"
+        {
+            #expect(unit[key] == values, "\(name): \(key)")
+        }
+        if name == "fieldlog-share" {
+            #expect(value("[Service] LoadCredential") == "share-password:/etc/fieldlog/share-password")
+        }
+    }
+
+    @Test(.enabled(if: systemdAnalyzePath != nil, "needs systemd-analyze (apt: systemd)"), arguments: ["fieldlog-live", "fieldlog-share"])
+    func helperUnitsVerifyAndExposeAtMostTwo(name: String) throws {
+        let directory = try stubbedUnitDirectory(name)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let verify = try systemdAnalyze(["verify", "--man=no", directory + "/\(name).service"])
+        #expect(verify.output == "")
+        let security = try systemdAnalyze(["security", "--offline=true", "--no-pager", directory + "/\(name).service"])
+        let line = try #require(
+            security.output.split(separator: "\n").first { $0.contains("Overall exposure level") }, "\(security.output)")
+        let score = try #require(line.split(separator: " ").lazy.compactMap { Double($0) }.first, "\(line)")
+        #expect(score <= 2.0, "\(line)")
+    }
+
     /// The unit as systemd-analyze sees it on a system without fieldlog installed: ExecStart pointed at a stub
     /// (and man pages not looked up, since the page ships with the package).
-    private func stubbedUnitDirectory() throws -> String {
+    private func stubbedUnitDirectory(_ name: String = "fieldlog") throws -> String {
         let directory = Harness.temporaryDirectory()
         let stub = directory + "/fieldlog"
         try "#!/bin/sh\nexit 0\n".write(toFile: stub, atomically: true, encoding: .utf8)
         chmod(stub, 0o755)
-        let unit = try String(contentsOfFile: Self.unitPath, encoding: .utf8)
-            .replacingOccurrences(of: "ExecStart=/usr/bin/fieldlog ", with: "ExecStart=\(stub) ")
-        try unit.write(toFile: directory + "/fieldlog.service", atomically: true, encoding: .utf8)
+        // The units name each other (Wants=, PartOf=): verify checks that they exist.
+        for unit in ["fieldlog", "fieldlog-live", "fieldlog-share"] {
+            let text = try String(contentsOfFile: Harness.repository + "/deploy/\(unit).service", encoding: .utf8)
+                .replacingOccurrences(of: "ExecStart=/usr/bin/fieldlog ", with: "ExecStart=\(stub) ")
+            try text.write(toFile: directory + "/\(unit).service", atomically: true, encoding: .utf8)
+        }
         return directory
     }
 
