@@ -68,11 +68,13 @@ final class SharingHostileBrokerTests {
         try await recordAWalk()
         let expected = try SharingHarness.expected(state: state).count
         let port = Harness.freePort()
-        var hostile = try await HostileMQTTBroker.start(port: Int(port), attack: .hugePacket(body: 250_000_000))
+        // Each child before its broker: it would inherit the listening socket (NIO's is not close-on-exec) and
+        // keep the port from Mosquitto.
         let first = try Child(
             Harness.fieldlog, ["share", "--walk", "latest", "--state-dir", state, "--timeout", "8"] + shareArguments(port: port),
             in: directory, environment: environment)
         defer { first.reap() }
+        var hostile = try await HostileMQTTBroker.start(port: Int(port), attack: .hugePacket(body: 250_000_000))
         let peak = try await watchResident(first, seconds: 12)
         let outcome = await first.wait(timeout: 20)
         #expect(peak < Self.residentBound, "peak resident \(peak >> 20) MiB")
@@ -84,11 +86,11 @@ final class SharingHostileBrokerTests {
         await hostile.stop()
 
         // A second run: a few seconds of the attack, then Mosquitto on the same port.
-        hostile = try await HostileMQTTBroker.start(port: Int(port), attack: .hugePacket(body: 250_000_000))
         let second = try Child(
             Harness.fieldlog, ["share", "--walk", "latest", "--state-dir", state, "--timeout", "90"] + shareArguments(port: port),
             in: directory, environment: environment)
         defer { second.reap() }
+        hostile = try await HostileMQTTBroker.start(port: Int(port), attack: .hugePacket(body: 250_000_000))
         let secondPeak = try await watchResident(second, seconds: 3)
         #expect(hostile.connections >= 1)
         await hostile.stop()
@@ -107,7 +109,6 @@ final class SharingHostileBrokerTests {
     /// with Mosquitto in the broker's place, sharing goes on to the walk's end.
     @Test func aFloodOfUnreleasedQoS2MessagesIsCutOffAndSharingGoesOn() async throws {
         let port = Harness.freePort()
-        let hostile = try await HostileMQTTBroker.start(port: Int(port), attack: .qos2Flood(payload: 100_000))
         let capture = try SharingHarness.walkCapture(seconds: 900, in: directory)
         // About 25 s of replay: the walk goes on through the attack and after it.
         let gpsd = try await GPSFake(capture: capture, delay: 0.025, in: directory)
@@ -115,6 +116,8 @@ final class SharingHostileBrokerTests {
             Harness.fieldlog, ["run", "--gpsd", gpsd.address, "--state-dir", state] + shareArguments(port: port),
             in: directory, environment: environment)
         defer { recorder.reap() }
+        // After the children (which would inherit its listening socket).
+        let hostile = try await HostileMQTTBroker.start(port: Int(port), attack: .qos2Flood(payload: 100_000))
         // Watched for 10 s, with the share status read as it goes.
         var peak = 0
         var said = Set<String>()
