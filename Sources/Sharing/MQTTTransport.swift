@@ -3,8 +3,9 @@ import FoundationEssentials
 import Synchronization
 
 /// OwnTracks over MQTT through libmosquitto (CMosquittoShim): QoS 1, not retained, a last will marking the
-/// device offline. libmosquitto keeps an unacknowledged message and resends it after a reconnection; its queue
-/// dies with the process, which is why the journal, not the client, is the queue.
+/// device offline. The client keeps an unacknowledged message (the window at most) and resends it after a
+/// reconnection, also on the new libmosquitto handle it makes after a hostile broker; that copy dies with the
+/// process, which is why the journal, not the client, is the queue.
 package final class MQTTTransport: ShareTransport, @unchecked Sendable {
     package struct Settings: Sendable {
         package var destination: ShareDestination
@@ -19,13 +20,11 @@ package final class MQTTTransport: ShareTransport, @unchecked Sendable {
 
     package let window: Int
     private let client: OpaquePointer
-    private let topic: String
     /// Message ids of libmosquitto to the engine's tokens.
     private let tokens = Mutex<[Int32: Int]>([:])
 
     package init(_ settings: Settings) throws(ShareError) {
         window = settings.window
-        topic = settings.destination.topic
         let destination = settings.destination
         let will = OwnTracksMessage.lastWill(tid: settings.tid, connectedAt: Date().timeIntervalSince1970)
         let clientID = "fieldlog-" + destination.device
@@ -35,12 +34,12 @@ package final class MQTTTransport: ShareTransport, @unchecked Sendable {
                 withOptionalCString(destination.kind == .mqtt ? (destination.user ?? ShareDestination.defaultUser) : nil) { user in
                     withOptionalCString(settings.password) { password in
                         withOptionalCString(settings.caFile) { caFile in
-                            destination.topic.withCString { willTopic in
+                            destination.topic.withCString { topic in
                                 will.withCString { willPayload in
                                     var options = cmqtt_options(
-                                        host: host, port: Int32(destination.port), client_id: clientID,
+                                        host: host, port: Int32(destination.port), client_id: clientID, topic: topic,
                                         username: user, password: password, tls: destination.tls, ca_file: caFile,
-                                        will_topic: willTopic, will_payload: willPayload,
+                                        will_topic: topic, will_payload: willPayload,
                                         keepalive: Int32(settings.keepalive), max_inflight: Int32(settings.window),
                                         backoff_min: settings.backoffMin, backoff_max: settings.backoffMax)
                                     return cmqtt_start(&options, &error, error.count)
@@ -60,10 +59,8 @@ package final class MQTTTransport: ShareTransport, @unchecked Sendable {
     package func submit(_ payload: [UInt8], token: Int) -> ShareSubmission {
         // The id is recorded under the lock, before an acknowledgement for it could be taken.
         tokens.withLock { tokens in
-            let id = topic.withCString { topic in
-                payload.withUnsafeBytes { bytes in
-                    cmqtt_publish(client, topic, bytes.baseAddress, Int32(bytes.count), false)
-                }
+            let id = payload.withUnsafeBytes { bytes in
+                cmqtt_publish(client, bytes.baseAddress, Int32(bytes.count), false)
             }
             switch Int(id) {
             case Int(CMQTT_PUBLISH_TOO_LARGE): return .refused

@@ -45,6 +45,12 @@ struct Share: AsyncParsableCommand, ConfiguredCommand {
     }
 
     func run() async throws {
+        // A process that only shares: a broker's oversized packet fails here, not under the OOM killer.
+        do {
+            try ShareProcessMemory.apply()
+        } catch {
+            throw CleanExit.failure("fieldlog: \(error)")
+        }
         LoggingSystem.bootstrap(JournaldLogHandler.standardError)
         var logger = Logger(label: "fieldlog")
         logger.logLevel = logLevel

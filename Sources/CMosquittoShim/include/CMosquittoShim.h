@@ -14,6 +14,7 @@ typedef struct {
     const char *host;
     int port;
     const char *client_id;
+    const char *topic;         // where every message goes
     const char *username;
     const char *password;      // copied into libmosquitto, never kept or printed by the shim
     bool tls;                  // TLS with the peer verified (certificate chain and host name)
@@ -54,9 +55,10 @@ enum {
     CMQTT_PUBLISH_FAILED = -1,     // nothing queued (out of memory, rejected client): try again later
 };
 
-/// Publishes at QoS 1: a message id > 0 once libmosquitto holds the message (it resends it after a reconnection
-/// until its PUBACK comes), else a CMQTT_PUBLISH_* code.
-int cmqtt_publish(cmqtt_client *client, const char *topic, const void *payload, int length, bool retain);
+/// Publishes at QoS 1: a message id > 0 once the client holds the message (it resends it after a reconnection
+/// until its PUBACK comes), else a CMQTT_PUBLISH_* code. At most `max_inflight` messages are held: beyond them,
+/// CMQTT_PUBLISH_FAILED until acknowledgements come.
+int cmqtt_publish(cmqtt_client *client, const void *payload, int length, bool retain);
 
 /// Moves up to `capacity` ids of messages acknowledged (PUBACK) since the last call into `ids`; returns how many.
 int cmqtt_take_acks(cmqtt_client *client, int *ids, int capacity);
@@ -65,5 +67,10 @@ void cmqtt_status_get(cmqtt_client *client, cmqtt_status *out);
 
 /// Disconnects cleanly (no will), stops the thread and frees the client.
 void cmqtt_stop(cmqtt_client *client);
+
+/// Limits the calling process's data (heap and private mappings, RLIMIT_DATA) to `bytes` for good, so that a
+/// packet larger than libmosquitto can then allocate fails cleanly: the client disconnects and says so. libmosquitto
+/// 2.0.11 takes no limit on the packets it receives. False when the limit could not be set.
+bool cmqtt_limit_process_memory(long long bytes);
 
 #endif
