@@ -6,7 +6,7 @@
 // messages_mosq.c), and bounds neither their number (MQTT 3.1.1) nor a packet's size (packet_mosq.c: the client
 // mallocs whatever remaining length the broker announces). The shim notices any PUBLISH and a failed allocation,
 // and then destroys the handle, freeing all of it, makes a new one and reconnects after a growing backoff. The
-// size of one packet is bounded only by the process's memory limit (cmqtt_limit_process_memory).
+// size of one packet is bounded only by the process's memory limit (ShareProcessMemory in Sharing).
 #include "CMosquittoShim.h"
 #include "loader.h"
 
@@ -543,9 +543,4 @@ void cmqtt_stop(cmqtt_client *client) {
         return;
     }
     free_client(client);
-}
-
-bool cmqtt_limit_process_memory(long long bytes) {
-    struct rlimit limit = {.rlim_cur = (rlim_t)bytes, .rlim_max = (rlim_t)bytes};
-    return setrlimit(RLIMIT_DATA, &limit) == 0;
 }

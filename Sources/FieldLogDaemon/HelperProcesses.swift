@@ -148,8 +148,7 @@ package enum LivePageStatusFile {
 /// OOM killer before the recorder, and yields the CPU to it (nice 10): a crowd of clients slows the page, not
 /// the recording.
 package func boundHelperProcess(dataBytes: Int) throws(DaemonError) {
-    let rc = csandbox_limit_data(Int64(dataBytes))
-    guard rc == 0 else { throw DaemonError("cannot limit its memory: \(String(cString: strerror(-rc)))") }
+    guard limitDataMemory(to: dataBytes) else { throw DaemonError("cannot limit its memory to \(dataBytes >> 20) MiB") }
     // Raising one's own niceness needs no privilege; under systemd, Nice= in the unit says the same.
     _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, max(10, getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)))
     let descriptor = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC)
@@ -158,10 +157,11 @@ package func boundHelperProcess(dataBytes: Int) throws(DaemonError) {
     close(descriptor)
 }
 
-/// What each process beside the recorder may hold, as the systemd units' MemoryMax= (deploy/).
+/// What each process beside the recorder may hold; the systemd units' MemoryMax= (deploy/) leaves room above it
+/// (code, page cache), so that an allocation past it fails in the process before the kernel has to kill it.
 package enum HelperMemory {
     package static let livePage = 128 << 20
-    package static let liveShare = 96 << 20
+    package static let liveShare = ShareProcessMemory.limitBytes
 }
 
 /// A process started by `fieldlog run --helpers children` ends with it: `supervisor` is the pid it was given.

@@ -1,4 +1,4 @@
-internal import CMosquittoShim
+import SystemIO
 
 /// The memory bound of a process that only shares (`fieldlog share`, the recorder's sharing process).
 /// libmosquitto 2.0.11 allocates whatever packet size a broker announces, up to 256 MiB, and takes no limit on
@@ -12,7 +12,7 @@ public enum ShareProcessMemory {
     /// Applies `limitBytes` to the calling process for good. Call it first thing in a process that only shares:
     /// a recorder or a live page under it could fail where they would not have.
     public static func apply() throws(ShareError) {
-        guard cmqtt_limit_process_memory(Int64(limitBytes)) else {
+        guard limitDataMemory(to: limitBytes) else {
             throw ShareError("cannot limit the sharing process's memory to \(limitBytes >> 20) MiB")
         }
     }

@@ -30,3 +30,9 @@ public func monotonicSeconds() -> Double {
     clock_gettime(CLOCK_MONOTONIC, &now)
     return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
+
+/// Limits this process's data (heap, thread stacks, private writable mappings: RLIMIT_DATA) to `bytes` for good:
+/// past it an allocation fails where the process would otherwise grow. False when the system refuses.
+public func limitDataMemory(to bytes: Int) -> Bool {
+    csandbox_limit_data(Int64(bytes)) == 0
+}

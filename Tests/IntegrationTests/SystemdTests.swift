@@ -271,7 +271,7 @@ struct DeployTests {
     }
 
     /// The live page's and sharing's units: part of the recorder's, each its own memory limit, the same sandbox.
-    @Test(arguments: [("fieldlog-live", "live-page", "128M"), ("fieldlog-share", "live-share", "96M")])
+    @Test(arguments: [("fieldlog-live", "live-page", "160M"), ("fieldlog-share", "live-share", "160M")])
     func helperUnitsRunApartFromTheRecorder(name: String, command: String, memory: String) throws {
         let recorder = try Self.parseUnit(String(contentsOfFile: Self.unitPath, encoding: .utf8))
         let unit = try Self.parseUnit(String(contentsOfFile: Harness.repository + "/deploy/\(name).service", encoding: .utf8))

@@ -68,9 +68,4 @@ void cmqtt_status_get(cmqtt_client *client, cmqtt_status *out);
 /// Disconnects cleanly (no will), stops the thread and frees the client.
 void cmqtt_stop(cmqtt_client *client);
 
-/// Limits the calling process's data (heap and private mappings, RLIMIT_DATA) to `bytes` for good, so that a
-/// packet larger than libmosquitto can then allocate fails cleanly: the client disconnects and says so. libmosquitto
-/// 2.0.11 takes no limit on the packets it receives. False when the limit could not be set.
-bool cmqtt_limit_process_memory(long long bytes);
-
 #endif
