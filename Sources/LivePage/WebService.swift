@@ -24,15 +24,18 @@ import WalkJournal
 /// walk's journal, never the API key (the server is not given it). Connections, event subscribers, header
 /// sizes, idle time, response time and each connection's lifetime are bounded, request bodies refused (see
 /// `ConnectionGuard`); the recorder's thread is never touched (the walk is read from its journal), so a
-/// crowd of pages cannot slow it down.
+/// crowd of pages cannot slow it down. Answers are streamed a chunk at a time as the client reads, exports
+/// from one shared rendering (`ExportFiles`), thumbnails from their files: what a connection holds is
+/// bounded, whatever the walk's size and whether the client reads or not.
 public struct WebService: Service {
     public struct Configuration: Sendable {
         public var host: String
         public var port: Int
-        /// Connections served at once; one more takes the place of the one idle longest, or is answered 503
-        /// at once when every one is running a request.
+        /// Connections served at once; one more takes the place of another (see `ConnectionBoard`), or is
+        /// answered 503 at once.
         public var maxConnections = 64
-        /// Open event streams at once; more are answered 503.
+        /// Open event streams at once; beyond it a page takes the place of the oldest stream of the address
+        /// holding the most, or is answered 503 if that is its own.
         public var maxSubscribers = 32
         /// A connection that sends nothing for this long while it has no response running is closed.
         public var idleTimeout: TimeAmount = .seconds(30)
@@ -46,6 +49,7 @@ public struct WebService: Service {
     private let configuration: Configuration
     private let walk: LiveWalk
     private let events: LiveEvents
+    private let exports = ExportFiles()
     private let thumbnails: ThumbnailFiles
     private let status: @Sendable () -> LiveStatus
     private let logger: Logger
@@ -68,7 +72,7 @@ public struct WebService: Service {
     }
 
     public func run() async throws {
-        let router = Router(options: .autoGenerateHeadEndpoints)
+        let router = Router(context: PageContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: ReadOnlyMiddleware())
         router.get("/") { request, _ in page(before: request.uri.queryParameters.get("before").flatMap { Int($0) }) }
         // The page's one script (`Page/live.js`, embedded at build time); its Content-Security-Policy allows
@@ -77,7 +81,7 @@ public struct WebService: Service {
             Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8", .cacheControl: "no-cache"],
                      body: .init(byteBuffer: ByteBuffer(bytes: PackageResources.live_js)))
         }
-        router.get("events") { request, _ in eventStream(request) }
+        router.get("events") { request, context in eventStream(request, client: context.client) }
         // Explicit, so that a HEAD does not take an event stream's place it would never give back.
         router.head("events") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"])
@@ -110,7 +114,7 @@ public struct WebService: Service {
                     var response: Response
                     do {
                         response = try await responder.respond(
-                            to: request, context: BasicRequestContext(source: .init(channel: channel, logger: logger)))
+                            to: request, context: PageContext(source: .init(channel: channel, logger: logger)))
                     } catch let error as HTTPParserError {
                         throw error
                     } catch {
@@ -146,13 +150,12 @@ public struct WebService: Service {
                 live: .init(before: before, status: now.line(now: Date().timeIntervalSince1970), seq: view?.seq ?? 0))
         }
         return Response(
-            status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
-            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+            status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .chunked(ByteBuffer(bytes: bytes)))
     }
 
-    private func eventStream(_ request: Request) -> Response {
+    private func eventStream(_ request: Request, client: String) -> Response {
         let since = request.headers[.lastEventID] ?? request.uri.queryParameters.get("since")
-        guard let stream = events.subscribe(since: since) else {
+        guard let stream = events.subscribe(since: since, client: client) else {
             return Response(
                 status: .serviceUnavailable, headers: [.contentType: "text/plain; charset=utf-8", .retryAfter: "10"],
                 body: .init(byteBuffer: ByteBuffer(string: "too many live pages open (\(events.maxSubscribers)); try again later\n")))
@@ -172,14 +175,21 @@ public struct WebService: Service {
 
     private func export(_ format: ExportFormat) -> Response {
         let cached = thumbnails.listing()
-        let bytes: [UInt8]? = walk.look { view in
+        let rendered: ResponseFile?? = walk.look { view in
             guard let view else { return nil }
-            return WalkExport.render(view.log, as: format, isCached: { cached.contains($0) }) { thumbnails.read($0) }
+            return .some(exports.file(format, of: view, cached: cached) {
+                WalkExport.render(view.log, as: format, isCached: { cached.contains($0) }) { thumbnails.read($0) }
+            })
         }
-        guard let bytes else {
+        guard let rendered else {
             return Response(
                 status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(string: "no walk recorded yet\n")))
+        }
+        guard let file = rendered else {
+            return Response(
+                status: .serviceUnavailable, headers: [.contentType: "text/plain; charset=utf-8", .retryAfter: "10"],
+                body: .init(byteBuffer: ByteBuffer(string: "too many downloads under way; try again later\n")))
         }
         let type: String =
             switch format {
@@ -193,14 +203,25 @@ public struct WebService: Service {
             // The export loads nothing: its own policy, stricter than the live page's.
             headers[.contentSecurityPolicy] = HTMLExport.contentSecurityPolicy + "; frame-ancestors 'none'"
         }
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        return Response(status: .ok, headers: headers, body: file.body)
     }
 
     private func thumbnail(_ key: String) throws -> Response {
-        guard let bytes = thumbnails.read(key) else { throw HTTPError(.notFound) }
+        guard let (descriptor, size) = thumbnails.opened(key) else { throw HTTPError(.notFound) }
         return Response(
             status: .ok, headers: [.contentType: "image/jpeg", .cacheControl: "private, max-age=86400"],
-            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+            body: ResponseFile(descriptor: descriptor, size: size).body)
+    }
+}
+
+/// Hummingbird's basic context and the client's address, by which event streams are shared out.
+struct PageContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    let client: String
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        client = source.channel.remoteAddress?.ipAddress ?? ""
     }
 }
 
