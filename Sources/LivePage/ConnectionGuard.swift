@@ -17,6 +17,7 @@ package final class ConnectionBoard: Sendable {
     private struct Entry {
         let channel: any Channel
         let address: String
+        let outbox = Outbox()
         let since = ContinuousClock.now
         /// Requests read and not yet answered in full.
         var running = 0
@@ -34,20 +35,26 @@ package final class ConnectionBoard: Sendable {
         self.limit = limit
     }
 
-    /// Whether `channel` may be served; closes the connection it replaces, if any.
-    package func admit(_ channel: any Channel) -> Bool {
+    /// The outbox of `channel` if it may be served (nil: refused); closes the connection it replaces, if any.
+    package func admit(_ channel: any Channel) -> Outbox? {
         let address = channel.remoteAddress?.ipAddress ?? ""
-        let (admitted, evicted) = entries.withLock { entries -> (Bool, (any Channel)?) in
+        let (admitted, evicted) = entries.withLock { entries -> (Outbox?, (any Channel)?) in
             var evicted: (any Channel)?
             if entries.count >= limit {
-                guard let key = Self.replaceable(in: entries, by: address) else { return (false, nil) }
+                guard let key = Self.replaceable(in: entries, by: address) else { return (nil, nil) }
                 evicted = entries.removeValue(forKey: key)?.channel
             }
-            entries[ObjectIdentifier(channel)] = Entry(channel: channel, address: address)
-            return (true, evicted)
+            let entry = Entry(channel: channel, address: address)
+            entries[ObjectIdentifier(channel)] = entry
+            return (entry.outbox, evicted)
         }
         evicted?.close(promise: nil)
         return admitted
+    }
+
+    /// What `channel`'s answers wait on to write more (a fresh one, never filled, for a channel not admitted).
+    package func outbox(for channel: any Channel) -> Outbox {
+        entries.withLock { $0[ObjectIdentifier(channel)]?.outbox } ?? Outbox()
     }
 
     private static func replaceable(in entries: [ObjectIdentifier: Entry], by address: String) -> ObjectIdentifier? {
@@ -110,6 +117,9 @@ package final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandl
     package static let responseTime = TimeAmount.seconds(30)
     package static let stallTime = TimeAmount.seconds(20)
     package static let lifetime = TimeAmount.minutes(15)
+    /// The kernel's send buffer per connection: left to autotuning, a client that does not read had megabytes
+    /// of each answer queued for it in the kernel, and the server spent its time filling them.
+    package static let sendBuffer = 128 << 10
     /// How long a refused connection's input is still taken (and dropped) before it is closed: closing on
     /// unread bytes sends a reset, which can destroy the answer before the client reads it.
     package static let linger = TimeAmount.seconds(2)
@@ -126,6 +136,7 @@ package final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandl
     /// Writes handed to the socket and not yet taken by it.
     private var unwritten = 0
     private var stall: Scheduled<Void>?
+    private var outbox: Outbox?
     private var end: Scheduled<Void>?
 
     package init(board: ConnectionBoard) {
@@ -143,6 +154,7 @@ package final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandl
 
     package func channelInactive(context: ChannelHandlerContext) {
         board.remove(context.channel)
+        outbox?.close()
         cancelDeadlines()
         context.fireChannelInactive()
     }
@@ -159,12 +171,14 @@ package final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandl
 
     private func admit(_ context: ChannelHandlerContext) {
         guard phase == .new else { return }
-        guard board.admit(context.channel) else {
+        guard let outbox = board.admit(context.channel) else {
             refuse(context, .serviceUnavailable, "too many connections (\(board.limit)); try again later\n",
                    extra: [.retryAfter: "10"])
             return
         }
         phase = .admitted
+        self.outbox = outbox
+        try? context.channel.syncOptions?.setOption(ChannelOptions.socketOption(.so_sndbuf), value: Self.sendBuffer)
         end = context.eventLoop.assumeIsolated().scheduleTask(in: Self.lifetime) { context.close(promise: nil) }
     }
 
@@ -194,6 +208,7 @@ package final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandl
         switch unwrapOutboundIn(data) {
         case var .head(response):
             Self.secure(&response.headerFields)
+            outbox?.began()
             // The handler has answered; from here on only progress counts (an event stream runs as long as the
             // page is open, `lifetime` bounds it).
             responseDeadline?.cancel()
@@ -208,7 +223,12 @@ package final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandl
                 if running > 0 { startResponseDeadline(context) }
             }
             context.write(data, promise: written)
-        case .body:
+        case let .body(bytes):
+            // What the answer waits on before writing more.
+            if let outbox {
+                let answer = outbox.answer
+                written.futureResult.assumeIsolated().whenSuccess { outbox.taken(bytes.readableBytes, of: answer) }
+            }
             context.write(data, promise: written)
         }
     }
@@ -266,5 +286,66 @@ package final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandl
         fields[.referrerPolicy] = "no-referrer"
         fields[.xFrameOptions] = "DENY"
         fields[.crossOriginResourcePolicy] = "same-origin"
+    }
+}
+
+/// How much of the current answer's body the connection's socket has taken. Hummingbird's writer does not
+/// hold an answer back while the socket is full (its buffer grows as long as the event loop has not yet
+/// said so: every answer went out whole into memory, however slowly its client read), so answers wait here
+/// until at most `limit` bytes of what they wrote are still short of the socket.
+package final class Outbox: Sendable {
+    private struct State {
+        var answer = 0
+        var taken = 0
+        var closed = false
+        var waiting: [(sent: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+
+    package static let limit = 64 << 10
+    private let state = Mutex(State())
+
+    /// The answer whose head was written last (bytes of earlier ones taken late are not counted to it).
+    var answer: Int { state.withLock { $0.answer } }
+
+    func began() {
+        state.withLock { state in
+            state.answer += 1
+            state.taken = 0
+        }
+    }
+
+    func taken(_ count: Int, of answer: Int) {
+        release { state in
+            if state.answer == answer { state.taken += count }
+        }
+    }
+
+    /// The connection is gone: nothing waits any more (the next write fails).
+    func close() {
+        release { $0.closed = true }
+    }
+
+    /// Returns once the socket has taken all but `limit` of the `sent` bytes of the body, or the connection closed.
+    func drained(sent: Int) async {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state in
+                guard !state.closed && sent - state.taken > Self.limit else { return true }
+                state.waiting.append((sent, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    private func release(_ change: (inout State) -> Void) {
+        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            change(&state)
+            let taken = state.taken
+            let closed = state.closed
+            let ready = state.waiting.filter { closed || $0.sent - taken <= Self.limit }.map(\.continuation)
+            state.waiting.removeAll { closed || $0.sent - taken <= Self.limit }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
     }
 }

@@ -4,18 +4,19 @@ import NIOCore
 import Synchronization
 import Exports
 
-/// Answers are written a chunk at a time, each once the client has taken enough of the last (the writer
-/// awaits the connection's backpressure): a client that does not read holds one chunk, not the answer, and
-/// is cut off after `ConnectionGuard.stallTime`.
+/// Answers are written a chunk at a time, each once the socket has taken enough of the last (`Outbox`): a
+/// client that does not read holds a chunk or two, not the answer, and is cut off after
+/// `ConnectionGuard.stallTime`.
 let responseChunk = 64 << 10
 
 extension ResponseBody {
     /// `bytes` in chunks; the slices share its storage.
-    static func chunked(_ bytes: ByteBuffer) -> ResponseBody {
+    static func chunked(_ bytes: ByteBuffer, through outbox: Outbox) -> ResponseBody {
         ResponseBody(contentLength: bytes.readableBytes) { writer in
             var rest = bytes
             while rest.readableBytes > 0, let chunk = rest.readSlice(length: min(responseChunk, rest.readableBytes)) {
                 try await writer.write(chunk)
+                await outbox.drained(sent: rest.readerIndex - bytes.readerIndex)
             }
             try await writer.finish(nil)
         }
@@ -42,7 +43,7 @@ package final class ResponseFile: Sendable {
         released(size)
     }
 
-    var body: ResponseBody {
+    func body(through outbox: Outbox) -> ResponseBody {
         ResponseBody(contentLength: size) { writer in
             var offset = 0
             while offset < self.size {
@@ -55,6 +56,7 @@ package final class ResponseFile: Sendable {
                 guard chunk.readableBytes > 0 else { throw ShortRead() }
                 offset += chunk.readableBytes
                 try await writer.write(chunk)
+                await outbox.drained(sent: offset)
             }
             try await writer.finish(nil)
         }

@@ -50,6 +50,7 @@ public struct WebService: Service {
     private let walk: LiveWalk
     private let events: LiveEvents
     private let exports = ExportFiles()
+    private let board: ConnectionBoard
     private let thumbnails: ThumbnailFiles
     private let status: @Sendable () -> LiveStatus
     private let logger: Logger
@@ -67,6 +68,7 @@ public struct WebService: Service {
             walk: walk, status: status, isCached: { thumbnails.contains($0) },
             maxSubscribers: configuration.maxSubscribers)
         self.thumbnails = thumbnails
+        board = ConnectionBoard(limit: configuration.maxConnections)
         self.status = status
         self.logger = logger
     }
@@ -74,7 +76,9 @@ public struct WebService: Service {
     public func run() async throws {
         let router = Router(context: PageContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: ReadOnlyMiddleware())
-        router.get("/") { request, _ in page(before: request.uri.queryParameters.get("before").flatMap { Int($0) }) }
+        router.get("/") { request, context in
+            page(before: request.uri.queryParameters.get("before").flatMap { Int($0) }, outbox: context.outbox)
+        }
         // The page's one script (`Page/live.js`, embedded at build time); its Content-Security-Policy allows
         // scripts from this server only. Without it the page still works: it is the export, paged by links.
         router.get("live.js") { _, _ in
@@ -87,14 +91,13 @@ public struct WebService: Service {
             Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"])
         }
         for format in ExportFormat.allCases {
-            router.get("walk.\(format.rawValue)") { _, _ in export(format) }
+            router.get("walk.\(format.rawValue)") { _, context in export(format, outbox: context.outbox) }
         }
         router.get("thumbnails/:key") { _, context in
-            try thumbnail(context.parameters.require("key"))
+            try thumbnail(context.parameters.require("key"), outbox: context.outbox)
         }
         let (host, port) = (configuration.host, configuration.port)
         let responder = router.buildResponder()
-        let board = ConnectionBoard(limit: configuration.maxConnections)
         // HummingbirdCore's server with the router, not Hummingbird's Application: an Application refreshes
         // its Date header every second, which woke the process up to four times a second with nobody looking.
         do {
@@ -110,11 +113,11 @@ public struct WebService: Service {
                     // an idle one at once, and refused ones close within a few seconds.
                     availableConnectionsDelegate: MaximumAvailableConnections(4 * configuration.maxConnections)),
                 eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger,
-                responder: { [logger] request, writer, channel in
+                responder: { [logger, board] request, writer, channel in
                     var response: Response
                     do {
                         response = try await responder.respond(
-                            to: request, context: PageContext(source: .init(channel: channel, logger: logger)))
+                            to: request, context: PageContext(source: .init(channel: channel, logger: logger), outbox: board.outbox(for: channel)))
                     } catch let error as HTTPParserError {
                         throw error
                     } catch {
@@ -141,7 +144,7 @@ public struct WebService: Service {
         }
     }
 
-    private func page(before: Int?) -> Response {
+    private func page(before: Int?, outbox: Outbox) -> Response {
         let now = status()
         let cached = thumbnails.listing()
         let bytes = walk.look { view in
@@ -150,7 +153,7 @@ public struct WebService: Service {
                 live: .init(before: before, status: now.line(now: Date().timeIntervalSince1970), seq: view?.seq ?? 0))
         }
         return Response(
-            status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .chunked(ByteBuffer(bytes: bytes)))
+            status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .chunked(ByteBuffer(bytes: bytes), through: outbox))
     }
 
     private func eventStream(_ request: Request, client: String) -> Response {
@@ -173,7 +176,7 @@ public struct WebService: Service {
             })
     }
 
-    private func export(_ format: ExportFormat) -> Response {
+    private func export(_ format: ExportFormat, outbox: Outbox) -> Response {
         let cached = thumbnails.listing()
         let rendered: ResponseFile?? = walk.look { view in
             guard let view else { return nil }
@@ -203,25 +206,32 @@ public struct WebService: Service {
             // The export loads nothing: its own policy, stricter than the live page's.
             headers[.contentSecurityPolicy] = HTMLExport.contentSecurityPolicy + "; frame-ancestors 'none'"
         }
-        return Response(status: .ok, headers: headers, body: file.body)
+        return Response(status: .ok, headers: headers, body: file.body(through: outbox))
     }
 
-    private func thumbnail(_ key: String) throws -> Response {
+    private func thumbnail(_ key: String, outbox: Outbox) throws -> Response {
         guard let (descriptor, size) = thumbnails.opened(key) else { throw HTTPError(.notFound) }
         return Response(
             status: .ok, headers: [.contentType: "image/jpeg", .cacheControl: "private, max-age=86400"],
-            body: ResponseFile(descriptor: descriptor, size: size).body)
+            body: ResponseFile(descriptor: descriptor, size: size).body(through: outbox))
     }
 }
 
-/// Hummingbird's basic context and the client's address, by which event streams are shared out.
+/// Hummingbird's basic context, the client's address (by which event streams are shared out) and the
+/// connection's outbox (which answers wait on).
 struct PageContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     let client: String
+    let outbox: Outbox
 
-    init(source: ApplicationRequestContextSource) {
+    init(source: ApplicationRequestContextSource, outbox: Outbox) {
         coreContext = .init(source: source)
         client = source.channel.remoteAddress?.ipAddress ?? ""
+        self.outbox = outbox
+    }
+
+    init(source: ApplicationRequestContextSource) {
+        self.init(source: source, outbox: Outbox())
     }
 }
 
