@@ -301,7 +301,7 @@ package final class Outbox: Sendable {
         var waiting: [(sent: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
-    package static let limit = 64 << 10
+    static let limit = 64 << 10
     private let state = Mutex(State())
 
     /// The answer whose head was written last (bytes of earlier ones taken late are not counted to it).

@@ -25,7 +25,7 @@ extension ResponseBody {
 
 /// A file sent as an answer, read a chunk at a time by every response that sends it; the descriptor is
 /// closed when the last one lets go.
-package final class ResponseFile: Sendable {
+final class ResponseFile: Sendable {
     struct ShortRead: Error {}
 
     let descriptor: Int32
@@ -68,7 +68,7 @@ package final class ResponseFile: Sendable {
 /// costs one rendering, not one copy per client. Renderings are made one at a time (under the walk's lock),
 /// and while those still held (the newest of each format, older ones still being sent) add up to `budget`
 /// bytes, no new one is made: the request is answered 503 until clients finish or are cut off.
-package final class ExportFiles: Sendable {
+final class ExportFiles: Sendable {
     private struct Version: Equatable {
         var walk: String
         var length: off_t
@@ -80,12 +80,8 @@ package final class ExportFiles: Sendable {
         var held = 0
     }
 
-    package let budget: Int
+    private let budget = 64 << 20
     private let state = Mutex(State())
-
-    package init(budget: Int = 64 << 20) {
-        self.budget = budget
-    }
 
     /// The rendering of `format` for `view`, made by `render` if there is none of this version yet; nil when
     /// over budget or the temporary file cannot be written.
