@@ -5,7 +5,10 @@ import SystemIO
 import WalkModel
 
 /// The live page's server-sent events: every milestone, photo outcome and star as it is journaled, and the
-/// recorder's status, to at most `maxSubscribers` pages at once.
+/// recorder's status, to at most `maxSubscribers` pages at once. Beyond that, a page from an address holding
+/// fewer streams than the address holding the most takes the place of that address's oldest stream (whose
+/// page reconnects later); one from the address holding the most is refused. Streams held open from one
+/// address therefore never lock out a page from another.
 ///
 /// One task follows the walk's journal every `interval` while anyone subscribes, and none runs otherwise:
 /// nobody watching costs the recorder nothing. A subscriber too slow to take its events (more than
@@ -21,8 +24,13 @@ import WalkModel
 /// - `walk`: `{"walk"}`, another walk began (or the journal was rewritten), or a reconnecting page missed
 ///   more cards than it is sensible to resend: reload the page.
 package final class LiveEvents: Sendable {
+    private struct Subscriber {
+        let continuation: AsyncStream<String>.Continuation
+        let client: String
+    }
+
     private struct State {
-        var subscribers: [Int: AsyncStream<String>.Continuation] = [:]
+        var subscribers: [Int: Subscriber] = [:]
         var nextID = 0
         var poller: Task<Void, Never>?
         var closed = false
@@ -53,24 +61,31 @@ package final class LiveEvents: Sendable {
 
     package var subscriberCount: Int { state.withLock { $0.subscribers.count } }
 
-    /// A stream of events for one page, starting with the status and what it missed since `since`
-    /// (`WALK/SEQ`, from the page or the browser's `Last-Event-ID`); nil when all places are taken or the
-    /// server is shutting down.
-    package func subscribe(since: String?) -> AsyncStream<String>? {
+    /// A stream of events for one page at address `client`, starting with the status and what it missed
+    /// since `since` (`WALK/SEQ`, from the page or the browser's `Last-Event-ID`); nil when all places are
+    /// taken and none is `client`'s to take, or the server is shutting down.
+    package func subscribe(since: String?, client: String = "") -> AsyncStream<String>? {
         let (stream, continuation) = AsyncStream<String>.makeStream(bufferingPolicy: .bufferingOldest(bufferLimit))
-        let id: Int? = state.withLock { state in
-            guard !state.closed, state.subscribers.count < maxSubscribers else { return nil }
+        let (id, evicted): (Int?, AsyncStream<String>.Continuation?) = state.withLock { state in
+            guard !state.closed else { return (nil, nil) }
+            var evicted: AsyncStream<String>.Continuation?
+            if state.subscribers.count >= maxSubscribers {
+                guard let oldest = Self.replaceable(in: state.subscribers, by: client) else { return (nil, nil) }
+                evicted = state.subscribers.removeValue(forKey: oldest)?.continuation
+            }
             let id = state.nextID
             state.nextID += 1
-            state.subscribers[id] = continuation
+            state.subscribers[id] = Subscriber(continuation: continuation, client: client)
             // Under the lock, so that the poller cannot send newer changes before this catch-up.
             continuation.yield("retry: 2000\n\n")
             for message in greeting(since: since) { continuation.yield(message) }
             if state.poller == nil {
                 state.poller = Task { [weak self] in await self?.poll() }
             }
-            return id
+            return (id, evicted)
         }
+        // Outside the lock: finishing runs the stream's termination handler, which takes it.
+        evicted?.finish()
         guard let id else {
             continuation.finish()
             return nil
@@ -79,11 +94,19 @@ package final class LiveEvents: Sendable {
         return stream
     }
 
+    /// The oldest stream of the address holding the most, if `client` holds fewer.
+    private static func replaceable(in subscribers: [Int: Subscriber], by client: String) -> Int? {
+        var counts: [String: Int] = [:]
+        for subscriber in subscribers.values { counts[subscriber.client, default: 0] += 1 }
+        guard let (heaviest, most) = counts.max(by: { $0.value < $1.value }), counts[client, default: 0] < most else { return nil }
+        return subscribers.filter { $0.value.client == heaviest }.keys.min()
+    }
+
     /// Ends every stream and takes no more (graceful shutdown).
     package func close() {
         let ending = state.withLock { state in
             state.closed = true
-            return Array(state.subscribers.values)
+            return state.subscribers.values.map(\.continuation)
         }
         for continuation in ending { continuation.finish() }
     }
@@ -128,10 +151,10 @@ package final class LiveEvents: Sendable {
                 messages.append(statusEvent(current, summary: summary))
             }
             var slow: [AsyncStream<String>.Continuation] = []
-            for (id, continuation) in state.subscribers {
+            for (id, subscriber) in state.subscribers {
                 for message in messages {
-                    if case .dropped = continuation.yield(message) {
-                        slow.append(continuation)
+                    if case .dropped = subscriber.continuation.yield(message) {
+                        slow.append(subscriber.continuation)
                         state.subscribers[id] = nil
                         break
                     }

@@ -64,7 +64,7 @@ package final class LiveWalk: Sendable {
     package func look<Result>(_ body: (LiveWalkView?) -> Result) -> Result {
         state.withLock { state in
             refresh(&state)
-            return body(state.followed.map { LiveWalkView(log: $0.log, seq: $0.seq, changed: $0.changed) })
+            return body(state.followed.map { LiveWalkView(log: $0.log, seq: $0.seq, changed: $0.changed, length: $0.follower.offset) })
         }
     }
 
@@ -73,7 +73,7 @@ package final class LiveWalk: Sendable {
     package func takeChanges<Result>(_ body: (Update, LiveWalkView?) -> Result) -> Result {
         state.withLock { state in
             refresh(&state)
-            let view = state.followed.map { LiveWalkView(log: $0.log, seq: $0.seq, changed: $0.changed) }
+            let view = state.followed.map { LiveWalkView(log: $0.log, seq: $0.seq, changed: $0.changed, length: $0.follower.offset) }
             let update = Update(
                 walkID: view?.log.id, replaced: state.replaced,
                 changes: state.replaced ? [] : view?.changes(after: state.taken) ?? [])
@@ -141,6 +141,8 @@ package struct LiveWalkView {
     package let log: WalkLog
     package let seq: Int
     package let changed: [Int: LiveWalk.Change]
+    /// Bytes of the journal read: the walk's version, for what is rendered from it.
+    package let length: off_t
 
     /// The last change of each milestone changed after `seq`, oldest first: what a reconnecting page missed.
     package func changes(after seq: Int) -> [LiveWalk.Change] {

@@ -24,15 +24,18 @@ import WalkJournal
 /// walk's journal, never the API key (the server is not given it). Connections, event subscribers, header
 /// sizes, idle time, response time and each connection's lifetime are bounded, request bodies refused (see
 /// `ConnectionGuard`); the recorder's thread is never touched (the walk is read from its journal), so a
-/// crowd of pages cannot slow it down.
+/// crowd of pages cannot slow it down. Answers are streamed a chunk at a time as the client reads, exports
+/// from one shared rendering (`ExportFiles`), thumbnails from their files: what a connection holds is
+/// bounded, whatever the walk's size and whether the client reads or not.
 public struct WebService: Service {
     public struct Configuration: Sendable {
         public var host: String
         public var port: Int
-        /// Connections served at once; one more takes the place of the one idle longest, or is answered 503
-        /// at once when every one is running a request.
+        /// Connections served at once; one more takes the place of another (see `ConnectionBoard`), or is
+        /// answered 503 at once.
         public var maxConnections = 64
-        /// Open event streams at once; more are answered 503.
+        /// Open event streams at once; beyond it a page takes the place of the oldest stream of the address
+        /// holding the most, or is answered 503 if that is its own.
         public var maxSubscribers = 32
         /// A connection that sends nothing for this long while it has no response running is closed.
         public var idleTimeout: TimeAmount = .seconds(30)
@@ -46,6 +49,8 @@ public struct WebService: Service {
     private let configuration: Configuration
     private let walk: LiveWalk
     private let events: LiveEvents
+    private let exports = ExportFiles()
+    private let board: ConnectionBoard
     private let thumbnails: ThumbnailFiles
     private let status: @Sendable () -> LiveStatus
     private let logger: Logger
@@ -63,34 +68,36 @@ public struct WebService: Service {
             walk: walk, status: status, isCached: { thumbnails.contains($0) },
             maxSubscribers: configuration.maxSubscribers)
         self.thumbnails = thumbnails
+        board = ConnectionBoard(limit: configuration.maxConnections)
         self.status = status
         self.logger = logger
     }
 
     public func run() async throws {
-        let router = Router(options: .autoGenerateHeadEndpoints)
+        let router = Router(context: PageContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: ReadOnlyMiddleware())
-        router.get("/") { request, _ in page(before: request.uri.queryParameters.get("before").flatMap { Int($0) }) }
+        router.get("/") { request, context in
+            page(before: request.uri.queryParameters.get("before").flatMap { Int($0) }, outbox: context.outbox)
+        }
         // The page's one script (`Page/live.js`, embedded at build time); its Content-Security-Policy allows
         // scripts from this server only. Without it the page still works: it is the export, paged by links.
         router.get("live.js") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8", .cacheControl: "no-cache"],
                      body: .init(byteBuffer: ByteBuffer(bytes: PackageResources.live_js)))
         }
-        router.get("events") { request, _ in eventStream(request) }
+        router.get("events") { request, context in eventStream(request, client: context.client) }
         // Explicit, so that a HEAD does not take an event stream's place it would never give back.
         router.head("events") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"])
         }
         for format in ExportFormat.allCases {
-            router.get("walk.\(format.rawValue)") { _, _ in export(format) }
+            router.get("walk.\(format.rawValue)") { _, context in export(format, outbox: context.outbox) }
         }
         router.get("thumbnails/:key") { _, context in
-            try thumbnail(context.parameters.require("key"))
+            try thumbnail(context.parameters.require("key"), outbox: context.outbox)
         }
         let (host, port) = (configuration.host, configuration.port)
         let responder = router.buildResponder()
-        let board = ConnectionBoard(limit: configuration.maxConnections)
         // HummingbirdCore's server with the router, not Hummingbird's Application: an Application refreshes
         // its Date header every second, which woke the process up to four times a second with nobody looking.
         do {
@@ -106,11 +113,11 @@ public struct WebService: Service {
                     // an idle one at once, and refused ones close within a few seconds.
                     availableConnectionsDelegate: MaximumAvailableConnections(4 * configuration.maxConnections)),
                 eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger,
-                responder: { [logger] request, writer, channel in
+                responder: { [logger, board] request, writer, channel in
                     var response: Response
                     do {
                         response = try await responder.respond(
-                            to: request, context: BasicRequestContext(source: .init(channel: channel, logger: logger)))
+                            to: request, context: PageContext(source: .init(channel: channel, logger: logger), outbox: board.outbox(for: channel)))
                     } catch let error as HTTPParserError {
                         throw error
                     } catch {
@@ -137,7 +144,7 @@ public struct WebService: Service {
         }
     }
 
-    private func page(before: Int?) -> Response {
+    private func page(before: Int?, outbox: Outbox) -> Response {
         let now = status()
         let cached = thumbnails.listing()
         let bytes = walk.look { view in
@@ -146,13 +153,12 @@ public struct WebService: Service {
                 live: .init(before: before, status: now.line(now: Date().timeIntervalSince1970), seq: view?.seq ?? 0))
         }
         return Response(
-            status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
-            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+            status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .chunked(ByteBuffer(bytes: bytes), through: outbox))
     }
 
-    private func eventStream(_ request: Request) -> Response {
+    private func eventStream(_ request: Request, client: String) -> Response {
         let since = request.headers[.lastEventID] ?? request.uri.queryParameters.get("since")
-        guard let stream = events.subscribe(since: since) else {
+        guard let stream = events.subscribe(since: since, client: client) else {
             return Response(
                 status: .serviceUnavailable, headers: [.contentType: "text/plain; charset=utf-8", .retryAfter: "10"],
                 body: .init(byteBuffer: ByteBuffer(string: "too many live pages open (\(events.maxSubscribers)); try again later\n")))
@@ -170,16 +176,23 @@ public struct WebService: Service {
             })
     }
 
-    private func export(_ format: ExportFormat) -> Response {
+    private func export(_ format: ExportFormat, outbox: Outbox) -> Response {
         let cached = thumbnails.listing()
-        let bytes: [UInt8]? = walk.look { view in
+        let rendered: ResponseFile?? = walk.look { view in
             guard let view else { return nil }
-            return WalkExport.render(view.log, as: format, isCached: { cached.contains($0) }) { thumbnails.read($0) }
+            return .some(exports.file(format, of: view, cached: cached) {
+                WalkExport.render(view.log, as: format, isCached: { cached.contains($0) }) { thumbnails.read($0) }
+            })
         }
-        guard let bytes else {
+        guard let rendered else {
             return Response(
                 status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(string: "no walk recorded yet\n")))
+        }
+        guard let file = rendered else {
+            return Response(
+                status: .serviceUnavailable, headers: [.contentType: "text/plain; charset=utf-8", .retryAfter: "10"],
+                body: .init(byteBuffer: ByteBuffer(string: "too many downloads under way; try again later\n")))
         }
         let type: String =
             switch format {
@@ -193,14 +206,32 @@ public struct WebService: Service {
             // The export loads nothing: its own policy, stricter than the live page's.
             headers[.contentSecurityPolicy] = HTMLExport.contentSecurityPolicy + "; frame-ancestors 'none'"
         }
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        return Response(status: .ok, headers: headers, body: file.body(through: outbox))
     }
 
-    private func thumbnail(_ key: String) throws -> Response {
-        guard let bytes = thumbnails.read(key) else { throw HTTPError(.notFound) }
+    private func thumbnail(_ key: String, outbox: Outbox) throws -> Response {
+        guard let (descriptor, size) = thumbnails.opened(key) else { throw HTTPError(.notFound) }
         return Response(
             status: .ok, headers: [.contentType: "image/jpeg", .cacheControl: "private, max-age=86400"],
-            body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+            body: ResponseFile(descriptor: descriptor, size: size).body(through: outbox))
+    }
+}
+
+/// Hummingbird's basic context, the client's address (by which event streams are shared out) and the
+/// connection's outbox (which answers wait on).
+struct PageContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    let client: String
+    let outbox: Outbox
+
+    init(source: ApplicationRequestContextSource, outbox: Outbox) {
+        coreContext = .init(source: source)
+        client = source.channel.remoteAddress?.ipAddress ?? ""
+        self.outbox = outbox
+    }
+
+    init(source: ApplicationRequestContextSource) {
+        self.init(source: source, outbox: Outbox())
     }
 }
 

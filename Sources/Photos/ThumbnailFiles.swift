@@ -36,6 +36,18 @@ public struct ThumbnailFiles: Sendable {
         }
     }
 
+    /// The thumbnail opened for reading, with its size (the caller closes the descriptor); a file evicted
+    /// meanwhile stays readable through it.
+    public func opened(_ key: String) -> (descriptor: Int32, size: Int)? {
+        guard PhotoCandidate.isValidID(key) else { return nil }
+        do {
+            return try FileIO.openRegular(key + ".jpg", in: directory, maxBytes: Self.maxBytes)
+        } catch {
+            RefusedFiles.report(error)
+            return nil
+        }
+    }
+
     /// The keys cached now (regular files `KEY.jpg`): one directory listing for a page of cards, not an
     /// open per card.
     public func listing() -> Set<String> {

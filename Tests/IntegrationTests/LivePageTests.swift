@@ -526,10 +526,27 @@ enum RawHTTP {
         }
     }
 
-    static func connect(port: UInt16, timeout: Double = 5) throws -> Int32 {
+    /// `from`: the source address, another of 127/8 for a second device on the network (a phone beside an
+    /// attacker); `receiveBuffer`: SO_RCVBUF, set before connecting, for a client that means not to read.
+    static func connect(port: UInt16, timeout: Double = 5, from: String? = nil, receiveBuffer: Int32? = nil) throws -> Int32 {
         // Close-on-exec: a child spawned meanwhile (wrk) must not inherit the test's connections (wrk sizes its
         // event loop by its own connections and fails on higher descriptors).
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        if let from {
+            var source = sockaddr_in()
+            source.sin_family = sa_family_t(AF_INET)
+            source.sin_addr.s_addr = inet_addr(from)
+            let bound = withUnsafePointer(to: &source) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                close(fd)
+                throw POSIXError(.EADDRNOTAVAIL)
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -549,8 +566,8 @@ enum RawHTTP {
     }
 
     /// Sends `request`, then reads until the server closes, 5 s pass without a byte, or `readFor` seconds.
-    static func exchange(_ request: String, port: UInt16, readFor: Double = 30) -> Answer {
-        guard let fd = try? connect(port: port, timeout: min(5, readFor)) else { return Answer(head: "", body: "") }
+    static func exchange(_ request: String, port: UInt16, readFor: Double = 30, from: String? = nil) -> Answer {
+        guard let fd = try? connect(port: port, timeout: min(5, readFor), from: from) else { return Answer(head: "", body: "") }
         defer { close(fd) }
         _ = Array(request.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         return read(fd, for: readFor)
@@ -569,9 +586,10 @@ enum RawHTTP {
         return split(String(decoding: received, as: UTF8.self))
     }
 
-    static func get(_ path: String, port: UInt16, headers: [String] = [], readFor: Double = 30) -> Answer {
+    static func get(_ path: String, port: UInt16, headers: [String] = [], readFor: Double = 30, from: String? = nil) -> Answer {
         let extra = headers.map { $0 + "\r\n" }.joined()
-        return exchange("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(extra)Connection: close\r\n\r\n", port: port, readFor: readFor)
+        return exchange("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(extra)Connection: close\r\n\r\n", port: port, readFor: readFor,
+                        from: from)
     }
 
     static func split(_ text: String) -> Answer {
@@ -584,8 +602,8 @@ enum RawHTTP {
         let fd: Int32
         let head: String
 
-        init(path: String, port: UInt16) throws {
-            let fd = try RawHTTP.connect(port: port)
+        init(path: String, port: UInt16, from: String? = nil) throws {
+            let fd = try RawHTTP.connect(port: port, from: from)
             self.fd = fd
             let request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n"
             _ = Array(request.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }

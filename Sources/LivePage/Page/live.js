@@ -42,27 +42,43 @@
       .finally(() => { refreshing = false; });
   };
 
-  // The browser reconnects by itself and sends the last event id it saw; the server sends what the
-  // page missed meanwhile.
-  const events = new EventSource("/events?since=" + encodeURIComponent(walk + "/" + seq));
-  for (const kind of ["milestone", "photo", "star"]) {
-    events.addEventListener(kind, (event) => {
+  // The event stream, opened again after any error or refusal (EventSource gives up on a non-200 answer) with
+  // a backoff of 1 s doubling to 30 s, jittered so that pages refused together do not come back together;
+  // "since" is the last card seen, so the server sends what the page missed meanwhile.
+  let last = walk + "/" + seq;
+  let line = status.textContent;
+  let delay = 1000;
+  const connect = () => {
+    const events = new EventSource("/events?since=" + encodeURIComponent(last));
+    for (const kind of ["milestone", "photo", "star"]) {
+      events.addEventListener(kind, (event) => {
+        const data = JSON.parse(event.data);
+        if (event.lastEventId) last = event.lastEventId;
+        // A milestone and its photo journaled within one look arrive as one "photo" event.
+        const fresh = !cardOf(data.milestone);
+        place(data.milestone, data.html);
+        if (kind !== "photo" || fresh) refreshTrack();
+      });
+    }
+    events.addEventListener("status", (event) => {
       const data = JSON.parse(event.data);
-      // A milestone and its photo journaled within one look arrive as one "photo" event.
-      const fresh = !cardOf(data.milestone);
-      place(data.milestone, data.html);
-      if (kind !== "photo" || fresh) refreshTrack();
+      delay = 1000;
+      line = data.line;
+      status.textContent = line;
+      status.classList.remove("stale");
+      const summary = document.querySelector(".summary");
+      if (data.summary && summary) summary.outerHTML = data.summary;
     });
-  }
-  events.addEventListener("status", (event) => {
-    const data = JSON.parse(event.data);
-    status.textContent = data.line;
-    status.classList.remove("stale");
-    const summary = document.querySelector(".summary");
-    if (data.summary && summary) summary.outerHTML = data.summary;
-  });
-  events.addEventListener("walk", () => location.reload());
-  events.addEventListener("error", () => status.classList.add("stale"));
+    events.addEventListener("walk", () => location.reload());
+    events.addEventListener("error", () => {
+      events.close();
+      status.textContent = line + " · reconnecting…";
+      status.classList.add("stale");
+      setTimeout(connect, delay / 2 + Math.random() * delay / 2);
+      delay = Math.min(delay * 2, 30000);
+    });
+  };
+  connect();
 
   // Paging: the next page's cards are appended when its link comes near the screen.
   let loading = false;

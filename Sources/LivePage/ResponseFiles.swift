@@ -1,0 +1,126 @@
+import Glibc
+import HummingbirdCore
+import NIOCore
+import Synchronization
+import Exports
+
+/// Answers are written a chunk at a time, each once the socket has taken enough of the last (`Outbox`): a
+/// client that does not read holds a chunk or two, not the answer, and is cut off after
+/// `ConnectionGuard.stallTime`.
+let responseChunk = 64 << 10
+
+extension ResponseBody {
+    /// `bytes` in chunks; the slices share its storage.
+    static func chunked(_ bytes: ByteBuffer, through outbox: Outbox) -> ResponseBody {
+        ResponseBody(contentLength: bytes.readableBytes) { writer in
+            var rest = bytes
+            while rest.readableBytes > 0, let chunk = rest.readSlice(length: min(responseChunk, rest.readableBytes)) {
+                try await writer.write(chunk)
+                await outbox.drained(sent: rest.readerIndex - bytes.readerIndex)
+            }
+            try await writer.finish(nil)
+        }
+    }
+}
+
+/// A file sent as an answer, read a chunk at a time by every response that sends it; the descriptor is
+/// closed when the last one lets go.
+final class ResponseFile: Sendable {
+    struct ShortRead: Error {}
+
+    let descriptor: Int32
+    let size: Int
+    private let released: @Sendable (Int) -> Void
+
+    init(descriptor: Int32, size: Int, released: @escaping @Sendable (Int) -> Void = { _ in }) {
+        self.descriptor = descriptor
+        self.size = size
+        self.released = released
+    }
+
+    deinit {
+        close(descriptor)
+        released(size)
+    }
+
+    func body(through outbox: Outbox) -> ResponseBody {
+        ResponseBody(contentLength: size) { writer in
+            var offset = 0
+            while offset < self.size {
+                let count = min(responseChunk, self.size - offset)
+                var chunk = ByteBufferAllocator().buffer(capacity: count)
+                chunk.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { target in
+                    max(0, pread(self.descriptor, target.baseAddress, count, off_t(offset)))
+                }
+                // The file ended early (a thumbnail cut short): the connection is closed rather than the length broken.
+                guard chunk.readableBytes > 0 else { throw ShortRead() }
+                offset += chunk.readableBytes
+                try await writer.write(chunk)
+                await outbox.drained(sent: offset)
+            }
+            try await writer.finish(nil)
+        }
+    }
+}
+
+/// The walk's exports, each rendered once per version of the walk (the journal's length and the thumbnails
+/// cached) into an unlinked temporary file that every request for that version reads: a crowd of downloads
+/// costs one rendering, not one copy per client. Renderings are made one at a time (under the walk's lock),
+/// and while those still held (the newest of each format, older ones still being sent) add up to `budget`
+/// bytes, no new one is made: the request is answered 503 until clients finish or are cut off.
+final class ExportFiles: Sendable {
+    private struct Version: Equatable {
+        var walk: String
+        var length: off_t
+        var cached: Int
+    }
+
+    private struct State {
+        var newest: [ExportFormat: (version: Version, file: ResponseFile)] = [:]
+        var held = 0
+    }
+
+    private let budget = 64 << 20
+    private let state = Mutex(State())
+
+    /// The rendering of `format` for `view`, made by `render` if there is none of this version yet; nil when
+    /// over budget or the temporary file cannot be written.
+    func file(_ format: ExportFormat, of view: LiveWalkView, cached: Set<String>, render: () -> [UInt8]) -> ResponseFile? {
+        let version = Version(walk: view.log.id, length: view.length, cached: cached.hashValue)
+        let reuse: ResponseFile?? = state.withLock { state in
+            if let newest = state.newest[format], newest.version == version { return .some(newest.file) }
+            return state.held >= budget ? .some(nil) : nil
+        }
+        if let reuse { return reuse }
+        guard let file = store(render()) else { return nil }
+        // The one replaced is handed out and let go after the lock: its deinit takes it.
+        _ = state.withLock { state in
+            defer { state.newest[format] = (version, file) }
+            return state.newest[format]?.file
+        }
+        return file
+    }
+
+    private func store(_ bytes: [UInt8]) -> ResponseFile? {
+        let directory = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
+        var template = Array((directory + "/fieldlog-export-XXXXXX").utf8CString)
+        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard descriptor >= 0 else { return nil }
+        _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)  // the photo worker, a child, must not inherit it
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else {
+                close(descriptor)
+                return nil
+            }
+            written += count
+        }
+        state.withLock { $0.held += bytes.count }
+        return ResponseFile(descriptor: descriptor, size: bytes.count) { [weak self] size in
+            self?.state.withLock { $0.held -= size }
+        }
+    }
+}
