@@ -1,4 +1,6 @@
 import Glibc
+import SystemIO
+import NIOPosix
 import HummingbirdCore
 import NIOCore
 import Synchronization
@@ -75,30 +77,68 @@ final class ExportFiles: Sendable {
         var cached: Int
     }
 
+    private struct Rendered {
+        var version: Version
+        var file: ResponseFile
+        /// Monotonic seconds when it was made.
+        var made: Double
+    }
+
     private struct State {
-        var newest: [ExportFormat: (version: Version, file: ResponseFile)] = [:]
+        var newest: [ExportFormat: Rendered] = [:]
+        var rendering: Set<ExportFormat> = []
         var held = 0
     }
 
+    private enum Decision {
+        case reuse(ResponseFile), overBudget, wait, render
+    }
+
     private let budget = 64 << 20
+    /// A walk being recorded grows every second: its rendering is reused this long rather than made again for
+    /// each new fix, so that a crowd of downloads costs one rendering per format every few seconds.
+    private let freshFor = 10.0
     private let state = Mutex(State())
 
-    /// The rendering of `format` for `view`, made by `render` if there is none of this version yet; nil when
-    /// over budget or the temporary file cannot be written.
-    func file(_ format: ExportFormat, of view: LiveWalkView, cached: Set<String>, render: () -> [UInt8]) -> ResponseFile? {
-        let version = Version(walk: view.log.id, length: view.length, cached: cached.hashValue)
-        let reuse: ResponseFile?? = state.withLock { state in
-            if let newest = state.newest[format], newest.version == version { return .some(newest.file) }
-            return state.held >= budget ? .some(nil) : nil
+    /// The rendering of `format` for walk `walk` at `length` bytes of journal: this version's, or one of the same
+    /// walk made within `freshFor`, or one made now by `render` off the event loop (one per format at a time:
+    /// others wait for it, or take the previous one of the walk). nil when over budget or the temporary file
+    /// cannot be written.
+    func file(
+        _ format: ExportFormat, walk: String, length: off_t, cached: Set<String>, render: @escaping @Sendable () -> [UInt8]
+    ) async -> ResponseFile? {
+        let version = Version(walk: walk, length: length, cached: cached.hashValue)
+        let deadline = monotonicSeconds() + 30
+        while true {
+            let now = monotonicSeconds()
+            let decision: Decision = state.withLock { state in
+                let newest = state.newest[format].flatMap { $0.version.walk == walk ? $0 : nil }
+                if let newest, newest.version == version || now - newest.made < freshFor { return .reuse(newest.file) }
+                if state.rendering.contains(format) { return newest.map { .reuse($0.file) } ?? .wait }
+                if state.held >= budget { return .overBudget }
+                state.rendering.insert(format)
+                return .render
+            }
+            switch decision {
+            case let .reuse(file): return file
+            case .overBudget: return nil
+            case .wait:
+                guard now < deadline else { return nil }
+                try? await sleepOnEventLoop(for: .milliseconds(50))
+            case .render:
+                let bytes = try? await NIOThreadPool.singleton.runIfActive { render() }
+                let file = bytes.flatMap(store)
+                // The one replaced is let go after the lock: its deinit takes it.
+                let replaced: ResponseFile? = state.withLock { state in
+                    state.rendering.remove(format)
+                    guard let file else { return nil }
+                    defer { state.newest[format] = Rendered(version: version, file: file, made: monotonicSeconds()) }
+                    return state.newest[format]?.file
+                }
+                _ = replaced
+                return file
+            }
         }
-        if let reuse { return reuse }
-        guard let file = store(render()) else { return nil }
-        // The one replaced is handed out and let go after the lock: its deinit takes it.
-        _ = state.withLock { state in
-            defer { state.newest[format] = (version, file) }
-            return state.newest[format]?.file
-        }
-        return file
     }
 
     private func store(_ bytes: [UInt8]) -> ResponseFile? {

@@ -91,7 +91,7 @@ public struct WebService: Service {
             Response(status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"])
         }
         for format in ExportFormat.allCases {
-            router.get("walk.\(format.rawValue)") { _, context in export(format, outbox: context.outbox) }
+            router.get("walk.\(format.rawValue)") { _, context in await export(format, outbox: context.outbox) }
         }
         router.get("thumbnails/:key") { _, context in
             try thumbnail(context.parameters.require("key"), outbox: context.outbox)
@@ -176,13 +176,17 @@ public struct WebService: Service {
             })
     }
 
-    private func export(_ format: ExportFormat, outbox: Outbox) -> Response {
+    private func export(_ format: ExportFormat, outbox: Outbox) async -> Response {
         let cached = thumbnails.listing()
-        let rendered: ResponseFile?? = walk.look { view in
-            guard let view else { return nil }
-            return .some(exports.file(format, of: view, cached: cached) {
-                WalkExport.render(view.log, as: format, isCached: { cached.contains($0) }) { thumbnails.read($0) }
+        // The log is taken out of the walk's lock (a copy-on-write value) and rendered off the event loop: a
+        // download never holds up the page, the event stream or other connections.
+        let snapshot: (log: WalkLog, length: off_t)? = walk.look { view in view.map { ($0.log, $0.length) } }
+        let rendered: ResponseFile?? = if let snapshot {
+            .some(await exports.file(format, walk: snapshot.log.id, length: snapshot.length, cached: cached) { [thumbnails] in
+                WalkExport.render(snapshot.log, as: format, isCached: { cached.contains($0) }) { thumbnails.read($0) }
             })
+        } else {
+            nil
         }
         guard let rendered else {
             return Response(

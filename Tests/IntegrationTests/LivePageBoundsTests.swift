@@ -103,7 +103,7 @@ struct LivePageBoundsTests {
             let json = RawHTTP.get("/walk.json", port: port)
             let html = RawHTTP.get("/walk.html", port: port)
             let page = RawHTTP.get("/", port: port)
-            #expect(json.status == 200 && html.status == 200 && page.status == 200)
+            #expect(json.status == 200 && html.status == 200 && page.status == 200, "\(json.head) \(html.head) \(page.head)")
             #expect(json.body.utf8.count > 4 << 20 && html.body.utf8.count > 2 << 20)
             let before = Self.residentKB()
 
