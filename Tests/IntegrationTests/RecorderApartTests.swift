@@ -136,9 +136,12 @@ struct RecorderApartTests {
             attackers.append(fd)
         }
         var answered = 0
+        var times: [Double] = []
         for _ in 0..<5 {
             try await Task.sleep(for: .seconds(3))
+            let asked = Date()
             if pageAnswers(port) { answered += 1 }
+            times.append(Date().timeIntervalSince(asked))
         }
         await gpsd.wait()
         for fd in attackers { close(fd) }
@@ -150,6 +153,9 @@ struct RecorderApartTests {
         #expect(outcome.status == 0, "\(outcome.stderr)")
         if let cgroup { #expect(cgroup.peakBytes <= 256 << 20) }
         let log = try store.read(walkID)
+        print("64 clients never reading /walk.json of a \(journalBytes >> 10) KiB journal: the phone's GET / answered \(answered) of 5 "
+            + "(\(times.map { String(format: "%.2f", $0) }.joined(separator: ", ")) s); cgroup peak \((cgroup?.peakBytes ?? 0) >> 20) MiB, "
+            + "OOM kills \(cgroup?.oomKills ?? 0); \(log.points.count - fixesBefore) of \(seconds) fixes journaled; recorder pid \(recorderPid) throughout")
         #expect(log.points.count - fixesBefore >= seconds - 2, "\(log.points.count - fixesBefore) of \(seconds) fixes journaled")
         #expect(log.events.filter { $0.kind == .sessionStart }.count == 1, "the recorder never restarted")
     }
