@@ -2,7 +2,7 @@
 """The recorder apart from the live page and sharing: each process's resident memory and CPU, beside the single
 process of an older build and gpxlogger, on one 1 Hz replay.
 
-    bench/apart.py SINGLE_PROCESS_BINARY BINARY [--seconds 300]
+    bench/apart.py SINGLE_PROCESS_BINARY BINARY [--seconds 300] [--out bench/results]
 
 On one gpsd fed one fix a second (a generated walk, no photo source), all at once:
   - SINGLE_PROCESS_BINARY `run --http … --share mqtt://…`: a build from before the split, everything in one process;
@@ -12,7 +12,8 @@ On one gpsd fed one fix a second (a generated walk, no photo source), all at onc
 Sharing goes to a Mosquitto broker on loopback started for the run; nobody opens the pages. Printed for each
 process: CPU seconds per walked hour after the first fix, and resident memory at the end (MB,
 /proc/PID/smaps, as bench/side-by-side.py measures it), and for BINARY the sum of its three processes against
-the single process. Copy the older binary before rebuilding: each path is measured as it is.
+the single process; the same as a table in OUT/apart.md (section 8 of BENCHMARKS.md). Copy the older binary
+before rebuilding: each path is measured as it is.
 """
 import argparse
 import json
@@ -53,6 +54,7 @@ def main():
     parser.add_argument("single")
     parser.add_argument("binary")
     parser.add_argument("--seconds", type=float, default=300)
+    parser.add_argument("--out", default=str(HERE / "results"), help="directory for apart.md")
     args = parser.parse_args()
     single, binary = os.path.abspath(args.single), os.path.abspath(args.binary)
     work = Path(tempfile.mkdtemp(prefix="fieldlog-apart."))
@@ -113,8 +115,24 @@ def main():
             print(f"  {label:<36} {resident[index]:>11.1f} {cpu[index]:>22.3f}")
         total_resident, total_cpu = sum(resident[1:4]), sum(cpu[1:4])
         print(f"  {'  the three together':<36} {total_resident:>11.1f} {total_cpu:>22.3f}")
-        print(f"apart / single process: resident {total_resident / resident[0]:.2f}x, CPU {total_cpu / cpu[0]:.2f}x;"
-              f" the recorder alone {resident[4]:.1f} MB (goal <= 10), gpxlogger {resident[5]:.1f} MB")
+        summary = (f"apart / single process: resident {total_resident / resident[0]:.2f}x, CPU {total_cpu / cpu[0]:.2f}x;"
+                   f" the recorder alone {resident[4]:.1f} MB (goal <= 10), gpxlogger {resident[5]:.1f} MB")
+        print(summary)
+        rows = [(runs[0][0], resident[0], cpu[0]), (runs[1][0] + ": the recorder", resident[1], cpu[1]),
+                ("  its live-page", resident[2], cpu[2]), ("  its live-share", resident[3], cpu[3]),
+                ("  the three together", total_resident, total_cpu), (runs[2][0], resident[4], cpu[4]),
+                ("gpxlogger", resident[5], cpu[5])]
+        table = [
+            f"Made by `bench/apart.py {Path(single).name} {Path(binary).name} --seconds {args.seconds:g}`: one gpsd fed one"
+            f" fix a second ({hours * 3600:.0f} s after the first fix) serving all of these at once, no photo source;"
+            " sharing to Mosquitto on loopback, nobody opening the pages. The first binary is a build from before the"
+            f" live page and sharing left the recorder's process. Machine: {walkbench.machine()}.", "",
+            "| process | resident MB at the end | CPU s per walked hour after the first fix |", "|---|---|---|",
+            *[f"| {label.strip()} | {mb:.1f} | {seconds:.3f} |" for label, mb, seconds in rows], "",
+            summary + ". Resident memory is /proc/PID/smaps's Rss over the executable, its data, the libraries and"
+            " anonymous memory, with the executables read into the page cache first (as bench/side-by-side.py).", ""]
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / "apart.md").write_text("\n".join(table))
     finally:
         for process in processes:
             process.terminate()
