@@ -53,7 +53,8 @@ package final class HelperSupervisor: Service, Sendable {
                 tend(&children[index], now: now)
             }
             status.note(helpers: children.map(Self.record))
-            try? await sleepOnEventLoop(for: .milliseconds(250))
+            // Once a second: a restart waits a second more at worst, and an idle recorder wakes rarely.
+            try? await sleepOnEventLoop(for: .seconds(1))
         }
         stop(&children)
         status.note(helpers: children.map(Self.record))
