@@ -3,6 +3,7 @@ import Foundation
 import Testing
 import WalkSimulation
 import Recording
+import WalkModel
 
 // The distance goals, on generated walks whose truth is known, fed to the walk as gpsd reports them:
 // every path shape within 3 %, milestones within one, standing adds at most 10 m, and a receiver
@@ -153,4 +154,31 @@ struct DistanceTests {
 
 private func milestoneIndices(_ events: [WalkEvent]) -> [Int] {
     events.compactMap { if case let .milestone(milestone) = $0 { milestone.index } else { nil } }
+}
+
+/// The bundled capture (a B&G Zeus² plotter, GLL first) as gpsd 3.25 reported it: every TPV, replayed by
+/// gpsfake into gpsd 3.25 of Debian 13 (`scripts/test-gpsd-trixie`). For 38 s its speed is 0 or 0.29 m/s with a
+/// course while the boat goes on at 2.9 m/s. Its positions and gpsd 3.22's speeds measure 427 m.
+@Test func theBundledCaptureAsGPSD325ReportsItIsWithinThreePercent() throws {
+    let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/captures/bundg_zeus_9.gpsd-3.25.json").path
+    var collapser = EpochCollapser()
+    var tracker = WalkTracker(limits: WalkLimits())
+    var stationary = 0
+    for line in try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n") {
+        let tpv = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        guard let text = tpv["time"] as? String, let time = Timestamp.parse(text) else { continue }
+        let fix = Fix(
+            time: time, latitude: tpv["lat"] as! Double, longitude: tpv["lon"] as! Double,
+            horizontalError: tpv["eph"] as? Double, mode: tpv["mode"] as! Int, speed: tpv["speed"] as? Double,
+            track: tpv["track"] as? Double)
+        if let epoch = collapser.add(fix) {
+            if (epoch.speed ?? 1) < 0.4 { stationary += 1 }
+            _ = tracker.ingest(epoch)
+        }
+    }
+    if let last = collapser.flush() { _ = tracker.ingest(last) }
+    #expect(stationary > 30, "the capture still has its standing speeds")
+    #expect(abs(tracker.distance - 427) < 0.03 * 427, "\(tracker.distance) m")
+    #expect(tracker.milestoneCount == 5)
 }
