@@ -35,7 +35,7 @@ package struct DistanceEstimator: Sendable {
     package static let stopSeconds = 20.0
     package static let stopRadius = 8.0
     /// While a Doppler speed says standing, a start needs the position to move away at every fix for this long.
-    package static let departureSeconds = 10.0
+    package static let departureSeconds = 20.0
     /// How far back a replay has to start to rebuild the state: the window, and where counting last
     /// stopped within it.
     package static let memory = 2 * startSeconds + speedGap
