@@ -18,6 +18,7 @@ import WalkModel
 /// GLL, for tens of seconds at a time. While the speed says standing, the positions are measured as for a
 /// receiver without speed, but start only after moving away from where the speed stopped at every fix of
 /// `departureSeconds` (a wandering position turns back within seconds); the whole way from there counts.
+/// When the speed says moving again first, that way counts if it is longer than wandering goes meanwhile.
 ///
 /// The state is a function of the last minute of fixes, so a walk restored from its journal continues
 /// exactly as it would have (see `WalkTracker.init(limits:restoring:milestones:)`).
@@ -99,13 +100,14 @@ package struct DistanceEstimator: Sendable {
                 if !standingBySpeed { (standingBySpeed, movingByPosition) = (true, false) }
                 return positionStep(to: sample, strict: true)
             }
+            let resumed = standingBySpeed && !movingByPosition ? walkedWhileStanding(until: previous) : 0
             // Counted up to here: positions taking over later measure from this fix.
             (movingByPosition, standingBySpeed, stoppedAt) = (false, false, sample)
             let integrated = elapsed * median
             // Over a second or two the path is the chord: a Doppler speed that claims more than the positions
             // allow (a receiver's glitch, 1000 m/s while standing) is not integrated; the positions count.
             let chord = distance(previous, sample)
-            return integrated <= chord + 2 * positionError ? integrated : chord
+            return resumed + (integrated <= chord + 2 * positionError ? integrated : chord)
         }
         standingBySpeed = false
         return positionStep(to: sample, strict: false)
@@ -174,6 +176,14 @@ package struct DistanceEstimator: Sendable {
         }
         movingByPosition = distance(start, sample) >= Self.startRadius && (!strict || departs(from: start, to: sample))
         return movingByPosition ? distance(start, sample) : 0
+    }
+
+    /// When the speed says moving again before the positions started: the way from where counting stopped
+    /// (within the window) to `end` if it is longer than a wandering position goes in that time, else 0.
+    private func walkedWhileStanding(until end: Sample) -> Double {
+        guard let start = stoppedAt, start.time > samples[0].time else { return 0 }
+        let away = distance(start, end)
+        return away >= max(Self.startRadius, 2 * Self.movingSpeed * (end.time - start.time)) ? away : 0
     }
 
     /// Whether every fix of the last `departureSeconds` up to `sample`, all after `start`, was farther from

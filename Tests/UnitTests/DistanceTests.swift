@@ -73,11 +73,11 @@ struct DistanceTests {
     }
 
     /// A GLL-first plotter as gpsd 3.25 reports it: 40 s of every 150 s with a speed saying standing (0 or
-    /// 0.29 m/s, a course on most fixes) while the walker goes on, which cost 27 %. Within 11 %, short of the
-    /// 3 % goal: positions alone start 20 s late and cut corners. Not the switchbacks and the street grid
-    /// (legs of 25-40 m: up to 21 % short).
-    @Test(arguments: movingShapes.filter { $0 != .switchbacks && $0 != .streetGrid })
-    func aGLLFirstReceiverAsGPSD325ReportsItIsWithinElevenPercent(shape: PathShape) {
+    /// 0.29 m/s, a course on most fixes) while the walker goes on, which cost 27 %. Not yet within 3 %: the
+    /// run and the ride (3.3 %), the switchbacks and the street grid (legs of 25-40 m that positions alone
+    /// measure by their chords: 11-20 % short).
+    @Test(arguments: [PathShape.straight, .curvy, .stops, .tunnels, .multipath])
+    func aGLLFirstReceiverAsGPSD325ReportsItIsWithinThreePercent(shape: PathShape) {
         for seed in 1...3 as ClosedRange<UInt64> {
             var receiver = Receiver.realistic(wander: 4, reportedError: 15)
             receiver.startsWithGLL = true
@@ -85,7 +85,10 @@ struct DistanceTests {
             #expect(walk.fixes.filter { $0.speed! < 0.4 }.count > walk.fixes.count / 5)
             let measured = measure(walk)
             let error = (measured.distance - walk.trueDistance) / walk.trueDistance
-            #expect(abs(error) < 0.11, "\(shape) seed \(seed): \(measured.distance) m of \(walk.trueDistance) m")
+            #expect(abs(error) < 0.03, "\(shape) seed \(seed): \(measured.distance) m of \(walk.trueDistance) m")
+            #expect(
+                abs(measured.milestones - expectedMilestones(walk.trueDistance)) <= 1,
+                "\(shape) seed \(seed): \(measured.milestones) milestones for \(walk.trueDistance) m")
         }
     }
 
