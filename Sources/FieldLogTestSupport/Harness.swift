@@ -44,7 +44,8 @@ package enum Harness {
     /// An amd64 Debian 13 root with gpsd 3.25 and gpsfake (`deploy/cross/target-root`, which
     /// `scripts/test-gpsd-trixie` runs), where gpsfake can run (as root: a mount namespace and chroot); else nil.
     package static let trixieRoot: String? = {
-        let root = ProcessInfo.processInfo.environment["FIELDLOG_TRIXIE_ROOT"] ?? "/var/cache/fieldlog-cross/root-trixie-amd64"
+        let root = ProcessInfo.processInfo.environment["FIELDLOG_TRIXIE_ROOT"]
+            ?? "/var/cache/fieldlog-cross/root-trixie-amd64"
         guard getuid() == 0, FileManager.default.isExecutableFile(atPath: root + "/usr/bin/gpsfake"),
             FileManager.default.isExecutableFile(atPath: root + "/usr/sbin/gpsd")
         else { return nil }

@@ -142,8 +142,8 @@ public struct PhotoService: Service {
                     }
                 }
                 if ended {
-                    logger.notice(
-                        "\(queue.waitingCount) milestones still wait for a photo \(Self.finishWait) after gpsd ended; they stay pending for the next run")
+                    let waiting = queue.waitingCount
+                    logger.notice("\(waiting) milestones still wait for a photo; pending for the next run")
                 }
             }
         }

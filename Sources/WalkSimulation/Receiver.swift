@@ -18,9 +18,9 @@ public struct Receiver: Sendable {
     public var speedNoise: Double
     /// Some receivers leave the course empty when they hardly move.
     public var dropsCourseWhenSlow: Bool
-    /// A marine plotter's order (the bundled B&G Zeus² capture): each second GLL, then GGA with the position
-    /// of a second before, RMC, VTG and the compass's HDG. gpsd 3.25 starts its cycle at GLL and reports no
-    /// Doppler speed for it: the fixes are then as gpsd 3.25 reports them (`SyntheticWalk.fixes`).
+    /// A marine plotter's order (the bundled B&G Zeus² capture): each second GGA labelled with the second
+    /// before, GLL (in stretches labelled so too), RMC, VTG and the compass's HDG. gpsd 3.25 starts a cycle at
+    /// GLL and in those stretches reports no Doppler speed: `SyntheticWalk.fixes` are then as it reports them.
     public var startsWithGLL: Bool
 
     public init(

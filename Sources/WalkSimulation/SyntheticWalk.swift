@@ -167,7 +167,9 @@ public struct SyntheticWalk: Sendable {
         let knots = speed.map { ($0 / Self.metresPerSecondPerKnot * 1000).rounded() / 1000 }
         let roundedCourse = course.map { ($0 * 10).rounded() / 10 }
         let position = "\(lat),\(latitude >= 0 ? "N" : "S"),\(lon),\(longitude >= 0 ? "E" : "W")"
-        let gga = { (clock: String) in "GPGGA,\(clock),\(position),1,09,\(Self.decimal(hdop, digits: 2)),61.0,M,51.0,M,," }
+        let gga = { (clock: String) in
+            "GPGGA,\(clock),\(position),1,09,\(Self.decimal(hdop, digits: 2)),61.0,M,51.0,M,,"
+        }
         let speedText = knots.map { Self.decimal($0, digits: 3) } ?? ""
         let courseText = roundedCourse.map { Self.decimal($0, digits: 1) } ?? ""
         // A GLL-first plotter labels GGA (and GLL, except in stretches) with the second before.
@@ -181,7 +183,9 @@ public struct SyntheticWalk: Sendable {
         sentence("GPRMC,\(clock),A,\(position),\(speedText),\(courseText),\(date),,,A")
         var compass: Double?
         if receiver.startsWithGLL {
-            let magnetic = roundedCourse.map { Self.decimal(($0 - Self.variation + 360).truncatingRemainder(dividingBy: 360), digits: 1) }
+            let magnetic = roundedCourse.map {
+                Self.decimal(($0 - Self.variation + 360).truncatingRemainder(dividingBy: 360), digits: 1)
+            }
             sentence("GPVTG,\(courseText),T,\(magnetic ?? ""),M,\(speedText),N,,K,A")
             // The compass points where the walker faces, whatever the course says.
             let facing = (heading - Self.variation + random.gaussian() * 3).truncatingRemainder(dividingBy: 360)
@@ -200,9 +204,11 @@ public struct SyntheticWalk: Sendable {
         var fixTrack = roundedCourse
         if stale, let compass {
             // gpsd 3.25 in such a stretch (38 s of the bundled capture's 147): never RMC's speed but one from a
-            // position unchanged (0) or barely (0.291 m/s), and on most fixes a course from the compass.
+            // position unchanged (0) or barely (0.291 m/s), and on most fixes a course from the compass. Measured
+            // on the capture: gpsd 3.25 replaying this NMEA still reports RMC's speed, so this is modelled.
             fixSpeed = random.next(in: 0..<1) < 0.4 ? 0 : 0.291
-            fixTrack = random.next(in: 0..<1) < 0.7 ? (compass + Self.variation).truncatingRemainder(dividingBy: 360) : nil
+            let course = (compass + Self.variation).truncatingRemainder(dividingBy: 360)
+            fixTrack = random.next(in: 0..<1) < 0.7 ? course : nil
         }
         fixes.append(
             Fix(

@@ -30,7 +30,7 @@ struct WalkSim: ParsableCommand {
     @Flag(help: "A receiver without Doppler speed: empty speed and course in RMC.")
     var noSpeed = false
 
-    @Flag(help: "A marine plotter's order: GLL, GGA a second stale, RMC, VTG, HDG (what gpsd 3.25 reports no Doppler speed for).")
+    @Flag(help: "A marine plotter's order: GGA labelled a second early, GLL, RMC, VTG, HDG.")
     var gllFirst = false
 
     @Option(help: "Seed of the shape's and the receiver's randomness.")

@@ -8,7 +8,9 @@ import WalkJournal
 /// the bundled capture's plotter it reports a speed of 0 with a course for 38 s while the boat goes on.
 @Suite(
     .serialized, .timeLimit(.minutes(3)),
-    .enabled(if: Harness.trixieRoot != nil, "needs root and an amd64 trixie root with gpsd 3.25: sudo scripts/test-gpsd-trixie"))
+    .enabled(
+        if: Harness.trixieRoot != nil,
+        "needs root and an amd64 trixie root with gpsd 3.25: sudo scripts/test-gpsd-trixie"))
 struct GPSD325Tests {
     let directory = Harness.temporaryDirectory()
 
