@@ -41,6 +41,17 @@ package enum Harness {
     package static let gpsfakeAvailable = FileManager.default.isExecutableFile(atPath: "/usr/bin/gpsfake")
         && FileManager.default.isExecutableFile(atPath: "/usr/sbin/gpsd")
 
+    /// An amd64 Debian 13 root with gpsd 3.25 and gpsfake (`deploy/cross/target-root`, which
+    /// `scripts/test-gpsd-trixie` runs), where gpsfake can run (as root: a mount namespace and chroot); else nil.
+    package static let trixieRoot: String? = {
+        let root = ProcessInfo.processInfo.environment["FIELDLOG_TRIXIE_ROOT"]
+            ?? "/var/cache/fieldlog-cross/root-trixie-amd64"
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: root + "/usr/bin/gpsfake"),
+            FileManager.default.isExecutableFile(atPath: root + "/usr/sbin/gpsd")
+        else { return nil }
+        return root
+    }()
+
     package static func temporaryDirectory() -> String {
         let path = NSTemporaryDirectory() + "fieldlog-test-" + UUID().uuidString
         try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -207,14 +218,24 @@ package final class GPSFake {
     private let child: Child
 
     /// `delay` is gpsfake's pause per sentence. gpsfake calls a replay failed when gpsd has not let go of
-    /// the receiver 60 s after its input ran out (-W); on a loaded 2-core machine that takes longer.
-    package init(capture: String, port: UInt16 = Harness.freePort(), delay: Double = 0.002, in directory: String) async throws {
+    /// the receiver 60 s after its input ran out (-W); on a loaded 2-core machine that takes longer. With
+    /// `root`, gpsfake and gpsd are those of that Debian root (`Harness.trixieRoot`), on the same loopback.
+    package init(
+        capture: String, port: UInt16 = Harness.freePort(), delay: Double = 0.002, root: String? = nil,
+        in directory: String
+    ) async throws {
         self.port = port
-        child = try Child(
-            "/usr/bin/gpsfake",
-            ["-1", "-p", "-q", "-W", "240", "-c", String(delay), "-P", String(port),
-             try Self.withLeadIn(capture, delay: delay, in: directory)],
-            in: directory)
+        let arguments = ["-1", "-p", "-q", "-W", "240", "-c", String(delay), "-P", String(port),
+                         try Self.withLeadIn(capture, delay: delay, in: directory)]
+        if let root {
+            child = try Child(
+                "/bin/bash",
+                ["-c", ". \"$0\" && in_root \"$1\" --bind \"$2\" -- /usr/bin/gpsfake \"${@:3}\"",
+                 Harness.repository + "/deploy/cross/common.sh", root, directory] + arguments,
+                in: directory)
+        } else {
+            child = try Child("/usr/bin/gpsfake", arguments, in: directory)
+        }
     }
 
     package var address: String { "127.0.0.1:\(port)" }

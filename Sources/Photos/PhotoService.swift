@@ -35,6 +35,9 @@ public struct PhotoService: Service {
     public static let radii: [Double] = [100, 500, 2_000, 8_000, 31_000]
     /// Coarse or indoor photos are taken only once the search has widened this far without a better one.
     public static let fallbackReach = 2_000.0
+    /// How long a replay (`--once`) still serves photos after gpsd has ended: without a network it would wait
+    /// for ever. What is left stays pending in the journal for the next run.
+    public static let finishWait: Duration = .seconds(30)
 
     private let sources: [PhotoSourceChain.Member]
     private let recorder: WalkRecorder
@@ -43,6 +46,8 @@ public struct PhotoService: Service {
     private let thumbnailer: any ThumbnailMaker
     private let logger: Logger
     private let arrivals = Mailbox<Arrival>()
+    /// Gets an item when `finishWhenIdle` is called: serving then has `finishWait` left.
+    private let finishing = Mailbox<Void>()
     private let maxBackoff: Double
     /// What the service is doing now, for the live page.
     public let activity = PhotoActivity()
@@ -71,9 +76,11 @@ public struct PhotoService: Service {
         self.maxBackoff = maxBackoff
     }
 
-    /// Ends the service once every queued milestone is served (a replay with `--once` is over).
+    /// Ends the service once every queued milestone is served (a replay with `--once` is over), or after
+    /// `finishWait` with the rest pending.
     public func finishWhenIdle() {
         arrivals.put(.end)
+        finishing.put(())
     }
 
     /// Queues a milestone that has just been journaled.
@@ -86,7 +93,15 @@ public struct PhotoService: Service {
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await loadHistory() }
-                await serve()
+                await withTaskGroup(of: Void.self) { serving in
+                    serving.addTask { await serve() }
+                    serving.addTask { [finishing] in
+                        await finishing.wait()
+                        try? await sleepOnEventLoop(for: Self.finishWait)
+                    }
+                    await serving.next()
+                    serving.cancelAll()
+                }
                 group.cancelAll()
             }
         }
@@ -116,6 +131,22 @@ public struct PhotoService: Service {
         var backoff = 1.0
         var failing = false
         var ended = false
+        defer {
+            // Cut short by `finishWait` (not by a shutdown): say what the next run has to back-fill.
+            if Task.isCancelled {
+                for arrival in arrivals.take() {
+                    switch arrival {
+                    case let .milestone(item): queue.arrived(item.milestone, walkID: item.walkID)
+                    case .end: ended = true
+                    case .history: break
+                    }
+                }
+                if ended {
+                    let waiting = queue.waitingCount
+                    logger.notice("\(waiting) milestones still wait for a photo; pending for the next run")
+                }
+            }
+        }
         while !Task.isCancelled {
             for arrival in arrivals.take() {
                 switch arrival {

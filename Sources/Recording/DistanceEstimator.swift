@@ -13,6 +13,13 @@ import WalkModel
 /// `stopSeconds`. On starting again, the chord from where counting stopped counts too, so a stop costs
 /// no distance. The wide start window keeps a wandering position from being walked.
 ///
+/// A Doppler speed saying standing is believed only while the positions agree: gpsd 3.25 reports a speed of
+/// zero (or one derived from a stale position) with a course for receivers that begin their second with
+/// GLL, for tens of seconds at a time. While the speed says standing, the positions are measured as for a
+/// receiver without speed, but start only after moving away from where the speed stopped at every fix of
+/// `departureSeconds` (a wandering position turns back within seconds); the whole way from there counts.
+/// When the speed says moving again first, that way counts if it is longer than wandering goes meanwhile.
+///
 /// The state is a function of the last minute of fixes, so a walk restored from its journal continues
 /// exactly as it would have (see `WalkTracker.init(limits:restoring:milestones:)`).
 package struct DistanceEstimator: Sendable {
@@ -28,6 +35,8 @@ package struct DistanceEstimator: Sendable {
     /// ... until the position moves less than `stopRadius` metres in `stopSeconds`.
     package static let stopSeconds = 20.0
     package static let stopRadius = 8.0
+    /// While a Doppler speed says standing, a start needs the position to move away at every fix for this long.
+    package static let departureSeconds = 20.0
     /// How far back a replay has to start to rebuild the state: the window, and where counting last
     /// stopped within it.
     package static let memory = 2 * startSeconds + speedGap
@@ -48,6 +57,8 @@ package struct DistanceEstimator: Sendable {
     /// Whether the position-only walker was moving at the last fix, and where counting last stopped.
     private var movingByPosition = false
     private var stoppedAt: Sample?
+    /// Whether the Doppler speed said standing at the last fix: the positions then measure, strictly.
+    private var standingBySpeed = false
 
     package init(measuresSpeed: Bool = false) {
         self.measuresSpeed = measuresSpeed
@@ -58,6 +69,7 @@ package struct DistanceEstimator: Sendable {
         samples.removeAll(keepingCapacity: true)
         movingByPosition = false
         stoppedAt = nil
+        standingBySpeed = false
     }
 
     /// Distance in metres from the previous fix to `fix`, which must be later; 0 for a segment's first fix.
@@ -79,17 +91,26 @@ package struct DistanceEstimator: Sendable {
         guard let previous = samples.last else { return 0 }
         let elapsed = sample.time - previous.time
         if let speed = sample.speed, let previousSpeed = previous.speed {
-            movingByPosition = false
             guard elapsed <= Self.speedGap else {
+                (movingByPosition, standingBySpeed, stoppedAt) = (false, false, sample)
                 return bridge(from: previous, to: sample, speeds: (min(previousSpeed, maxSpeed), min(speed, maxSpeed)))
             }
-            let integrated = elapsed * movingSpeed(endingWith: speed, at: sample.time)
+            let median = movingSpeed(endingWith: speed, at: sample.time)
+            guard median > 0 else {
+                if !standingBySpeed { (standingBySpeed, movingByPosition) = (true, false) }
+                return positionStep(to: sample, strict: true)
+            }
+            let resumed = standingBySpeed && !movingByPosition ? walkedWhileStanding(until: previous) : 0
+            // Counted up to here: positions taking over later measure from this fix.
+            (movingByPosition, standingBySpeed, stoppedAt) = (false, false, sample)
+            let integrated = elapsed * median
             // Over a second or two the path is the chord: a Doppler speed that claims more than the positions
             // allow (a receiver's glitch, 1000 m/s while standing) is not integrated; the positions count.
             let chord = distance(previous, sample)
-            return integrated <= chord + 2 * positionError ? integrated : chord
+            return resumed + (integrated <= chord + 2 * positionError ? integrated : chord)
         }
-        return positionStep(to: sample)
+        standingBySpeed = false
+        return positionStep(to: sample, strict: false)
     }
 
     private mutating func remember(_ sample: Sample) {
@@ -137,8 +158,9 @@ package struct DistanceEstimator: Sendable {
     }
 
     /// The average speed along the chord of the last `chordSeconds` times the time since the last fix;
-    /// 0 while standing; on starting, the chord from where counting stopped.
-    private mutating func positionStep(to sample: Sample) -> Double {
+    /// 0 while standing; on starting, the chord from where counting stopped. A `strict` start also needs a
+    /// departure (`departs`).
+    private mutating func positionStep(to sample: Sample, strict: Bool) -> Double {
         let oldest = samples[0]
         // Starting is measured from where counting stopped, never from the way there.
         let start = stoppedAt.flatMap { $0.time > oldest.time ? $0 : nil } ?? oldest
@@ -152,8 +174,29 @@ package struct DistanceEstimator: Sendable {
             let chordStart = samples.last(where: { $0.time <= sample.time - Self.chordSeconds }) ?? oldest
             return distance(chordStart, sample) / (sample.time - chordStart.time) * (sample.time - samples.last!.time)
         }
-        movingByPosition = distance(start, sample) >= Self.startRadius
+        movingByPosition = distance(start, sample) >= Self.startRadius && (!strict || departs(from: start, to: sample))
         return movingByPosition ? distance(start, sample) : 0
+    }
+
+    /// When the speed says moving again before the positions started: the way from where counting stopped
+    /// (within the window) to `end` if it is longer than a wandering position goes in that time, else 0.
+    private func walkedWhileStanding(until end: Sample) -> Double {
+        guard let start = stoppedAt, start.time > samples[0].time else { return 0 }
+        let away = distance(start, end)
+        return away >= max(Self.startRadius, 2 * Self.movingSpeed * (end.time - start.time)) ? away : 0
+    }
+
+    /// Whether every fix of the last `departureSeconds` up to `sample`, all after `start`, was farther from
+    /// `start` than the one before.
+    private func departs(from start: Sample, to sample: Sample) -> Bool {
+        var farther = distance(start, sample)
+        for earlier in samples.reversed() where earlier.time > start.time {
+            let away = distance(start, earlier)
+            guard away < farther else { return false }
+            if earlier.time <= sample.time - Self.departureSeconds { return true }
+            farther = away
+        }
+        return false
     }
 
     private func distance(_ a: Sample, _ b: Sample) -> Double {

@@ -18,10 +18,15 @@ public struct Receiver: Sendable {
     public var speedNoise: Double
     /// Some receivers leave the course empty when they hardly move.
     public var dropsCourseWhenSlow: Bool
+    /// A marine plotter's order (the bundled B&G Zeus² capture): each second GGA labelled with the second
+    /// before, GLL (in stretches labelled so too), RMC, VTG and the compass's HDG. gpsd 3.25 starts a cycle at
+    /// GLL and in those stretches reports no Doppler speed: `SyntheticWalk.fixes` are then as it reports them.
+    public var startsWithGLL: Bool
 
     public init(
         wander: Double = 0, wanderTime: Double = 60, jitter: Double = 1, reportedError: Double = 17.1,
-        measuresSpeed: Bool = true, speedNoise: Double = 0.1, dropsCourseWhenSlow: Bool = false
+        measuresSpeed: Bool = true, speedNoise: Double = 0.1, dropsCourseWhenSlow: Bool = false,
+        startsWithGLL: Bool = false
     ) {
         self.wander = wander
         self.wanderTime = wanderTime
@@ -30,6 +35,7 @@ public struct Receiver: Sendable {
         self.measuresSpeed = measuresSpeed
         self.speedNoise = speedNoise
         self.dropsCourseWhenSlow = dropsCourseWhenSlow
+        self.startsWithGLL = startsWithGLL
     }
 
     /// A receiver in a pocket as the distance goals describe it: position error wandering with `wander`

@@ -166,13 +166,32 @@ public struct SyntheticWalk: Sendable {
         let hdop = (receiver.reportedError / 19 * 100).rounded() / 100
         let knots = speed.map { ($0 / Self.metresPerSecondPerKnot * 1000).rounded() / 1000 }
         let roundedCourse = course.map { ($0 * 10).rounded() / 10 }
-        sentence(
-            "GPGGA,\(clock),\(lat),\(latitude >= 0 ? "N" : "S"),\(lon),\(longitude >= 0 ? "E" : "W"),1,09,"
-                + "\(Self.decimal(hdop, digits: 2)),61.0,M,51.0,M,,")
-        sentence(
-            "GPRMC,\(clock),A,\(lat),\(latitude >= 0 ? "N" : "S"),\(lon),\(longitude >= 0 ? "E" : "W"),"
-                + "\(knots.map { Self.decimal($0, digits: 3) } ?? ""),\(roundedCourse.map { Self.decimal($0, digits: 1) } ?? ""),"
-                + "\(date),,,A")
+        let position = "\(lat),\(latitude >= 0 ? "N" : "S"),\(lon),\(longitude >= 0 ? "E" : "W")"
+        let gga = { (clock: String) in
+            "GPGGA,\(clock),\(position),1,09,\(Self.decimal(hdop, digits: 2)),61.0,M,51.0,M,,"
+        }
+        let speedText = knots.map { Self.decimal($0, digits: 3) } ?? ""
+        let courseText = roundedCourse.map { Self.decimal($0, digits: 1) } ?? ""
+        // A GLL-first plotter labels GGA (and GLL, except in stretches) with the second before.
+        let stale = receiver.startsWithGLL && epochs % 150 >= 80 && epochs % 150 < 120
+        if receiver.startsWithGLL {
+            sentence(gga(Self.nmeaTime(time - 1).clock))
+            sentence("GPGLL,\(position),\(stale ? clock : Self.nmeaTime(time - 1).clock),A,A")
+        } else {
+            sentence(gga(clock))
+        }
+        sentence("GPRMC,\(clock),A,\(position),\(speedText),\(courseText),\(date),,,A")
+        var compass: Double?
+        if receiver.startsWithGLL {
+            let magnetic = roundedCourse.map {
+                Self.decimal(($0 - Self.variation + 360).truncatingRemainder(dividingBy: 360), digits: 1)
+            }
+            sentence("GPVTG,\(courseText),T,\(magnetic ?? ""),M,\(speedText),N,,K,A")
+            // The compass points where the walker faces, whatever the course says.
+            let facing = (heading - Self.variation + random.gaussian() * 3).truncatingRemainder(dividingBy: 360)
+            compass = facing < 0 ? facing + 360 : facing
+            sentence("HCHDG,\(Self.decimal(compass!, digits: 1)),,,\(Self.decimal(Self.variation, digits: 1)),E")
+        }
         // As gpsd reports it: eph from HDOP, speed from knots, and for receivers without speed, one
         // derived from the positions.
         let fixLatitude = latitude >= 0 ? latDegrees : -latDegrees
@@ -182,10 +201,19 @@ public struct SyntheticWalk: Sendable {
             fixSpeed = Geodesy.distance(previous.latitude, previous.longitude, fixLatitude, fixLongitude)
                 / (time - previous.time)
         }
+        var fixTrack = roundedCourse
+        if stale, let compass {
+            // gpsd 3.25 in such a stretch (38 s of the bundled capture's 147): never RMC's speed but one from a
+            // position unchanged (0) or barely (0.291 m/s), and on most fixes a course from the compass. Measured
+            // on the capture: gpsd 3.25 replaying this NMEA still reports RMC's speed, so this is modelled.
+            fixSpeed = random.next(in: 0..<1) < 0.4 ? 0 : 0.291
+            let course = (compass + Self.variation).truncatingRemainder(dividingBy: 360)
+            fixTrack = random.next(in: 0..<1) < 0.7 ? course : nil
+        }
         fixes.append(
             Fix(
                 time: time, latitude: fixLatitude, longitude: fixLongitude, altitude: 112,
-                horizontalError: hdop * 19, mode: 3, speed: fixSpeed, track: roundedCourse))
+                horizontalError: hdop * 19, mode: 3, speed: fixSpeed, track: fixTrack))
     }
 
     private mutating func emitNoFix() {
@@ -200,6 +228,8 @@ public struct SyntheticWalk: Sendable {
     }
 
     private static let metresPerSecondPerKnot = 1852.0 / 3600
+    /// Magnetic variation east, degrees, in the sentences that have it.
+    private static let variation = 1.4
 
     private static func nmeaTime(_ time: Double) -> (date: String, clock: String) {
         // "2024-05-18T08:00:00Z" -> ("180524", "080000.00")

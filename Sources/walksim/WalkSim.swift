@@ -30,6 +30,9 @@ struct WalkSim: ParsableCommand {
     @Flag(help: "A receiver without Doppler speed: empty speed and course in RMC.")
     var noSpeed = false
 
+    @Flag(help: "A marine plotter's order: GGA labelled a second early, GLL, RMC, VTG, HDG.")
+    var gllFirst = false
+
     @Option(help: "Seed of the shape's and the receiver's randomness.")
     var seed: UInt64 = 1
 
@@ -40,7 +43,8 @@ struct WalkSim: ParsableCommand {
         guard let path = PathShape(rawValue: shape) else {
             throw ValidationError("unknown shape '\(shape)'")
         }
-        let receiver = Receiver.realistic(wander: wander, reportedError: eph, measuresSpeed: !noSpeed)
+        var receiver = Receiver.realistic(wander: wander, reportedError: eph, measuresSpeed: !noSpeed)
+        receiver.startsWithGLL = gllFirst
         let walk = path.walk(receiver: receiver, seed: seed)
         try walk.write(to: out)
         let milestones = Int((walk.trueDistance / every).rounded(.down)) + 1

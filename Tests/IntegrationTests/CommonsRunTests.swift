@@ -3,6 +3,7 @@ import Testing
 import WalkSimulation
 import FieldLogFakes
 import FieldLogTestSupport
+import Photos
 import WalkJournal
 import WalkModel
 
@@ -64,6 +65,34 @@ struct CommonsRunTests {
         #expect(page.contains("Ann Example") && page.contains("CC BY-SA 4.0"))
         #expect(page.contains("href=\"https://commons.wikimedia.org/wiki/File:Street_0"))
         #expect(page.components(separatedBy: "data:image/jpeg;base64,").count - 1 == records.count)
+    }
+
+    /// Offline (nothing listens where Commons should be): `--once` still ends, `PhotoService.finishWait`
+    /// after gpsd has ended, leaving the milestones pending for the next run and saying how many.
+    @Test func offlineAReplayEndsWithinTheWaitAndLeavesItsMilestonesPending() async throws {
+        var walk = SyntheticWalk(heading: 45)
+        walk.add([.walk(seconds: 300, speed: 1.4)])
+        let capture = directory + "/short.nmea"
+        try walk.write(to: capture)
+        let gpsd = try await GPSFake(capture: capture, delay: 0.002, in: directory)
+        let recorder = try Child(
+            Harness.fieldlog,
+            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
+             "--commons-endpoint", "http://127.0.0.1:\(Harness.freePort())/w/api.php"],
+            in: directory, environment: ["FIELDLOG_CONFIG": "/dev/null", "FLICKR_API_KEY": ""])
+        await gpsd.wait()
+        let gpsdEnded = Date()
+        let wait = Double(PhotoService.finishWait.components.seconds)
+        let outcome = await recorder.wait(timeout: wait + 60)
+        let after = Date().timeIntervalSince(gpsdEnded)
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        #expect(after < wait + 10, "ended \(after) s after gpsd")
+        let store = JournalStore(directory: state)
+        let log = try store.read(try store.resolve(nil))
+        #expect(log.milestones.count >= 4)
+        #expect(log.pendingMilestones.count == log.milestones.count)
+        #expect(
+            outcome.stderr.contains("\(log.pendingMilestones.count) milestones still wait for a photo"), "\(outcome.stderr)")
     }
 
     /// The time from start-up until the new walk's first fix is journaled, and until all of its first eight
