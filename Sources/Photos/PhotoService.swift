@@ -3,6 +3,7 @@ import Glibc
 import NIOPosix
 import Logging
 import ServiceLifecycle
+import Synchronization
 import Recording
 import SystemIO
 import Thumbnailing
@@ -48,6 +49,8 @@ public struct PhotoService: Service {
     private let arrivals = Mailbox<Arrival>()
     /// Gets an item when `finishWhenIdle` is called: serving then has `finishWait` left.
     private let finishing = Mailbox<Void>()
+    /// Milestones given their outcome so far: a back-fill that keeps serving is not cut short.
+    private let served = ServedCount()
     private let maxBackoff: Double
     /// What the service is doing now, for the live page.
     public let activity = PhotoActivity()
@@ -76,8 +79,8 @@ public struct PhotoService: Service {
         self.maxBackoff = maxBackoff
     }
 
-    /// Ends the service once every queued milestone is served (a replay with `--once` is over), or after
-    /// `finishWait` with the rest pending.
+    /// Ends the service once every queued milestone is served (a replay with `--once` is over), or once
+    /// `finishWait` has passed without a milestone served, with the rest pending.
     public func finishWhenIdle() {
         arrivals.put(.end)
         finishing.put(())
@@ -95,9 +98,14 @@ public struct PhotoService: Service {
                 group.addTask { await loadHistory() }
                 await withTaskGroup(of: Void.self) { serving in
                     serving.addTask { await serve() }
-                    serving.addTask { [finishing] in
+                    serving.addTask { [finishing, served] in
                         await finishing.wait()
-                        try? await sleepOnEventLoop(for: Self.finishWait)
+                        // Ends after `finishWait` in which no milestone was served (offline, a source that fails).
+                        var last = -1
+                        while !Task.isCancelled, served.value != last {
+                            last = served.value
+                            try? await sleepOnEventLoop(for: Self.finishWait)
+                        }
                     }
                     await serving.next()
                     serving.cancelAll()
@@ -178,6 +186,7 @@ public struct PhotoService: Service {
             switch outcome.result {
             case let .success(record):
                 recorder.attach(record, toWalk: item.walkID)
+                served.add()
                 queue.served(item.milestone.index, walkID: item.walkID, photo: record.photo)
                 backoff = 1
                 if failing {
@@ -371,4 +380,11 @@ public struct PhotoService: Service {
         logger.warning("photo \(candidate.id) skipped: \(reason)")
         recorder.note(.error, message: "photo \(candidate.id) from \(source) skipped: \(reason)", toWalk: walkID)
     }
+}
+
+/// How many milestones the photo service has served, read by its finishing task.
+private final class ServedCount: Sendable {
+    private let count = Mutex(0)
+    var value: Int { count.withLock { $0 } }
+    func add() { count.withLock { $0 += 1 } }
 }
