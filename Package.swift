@@ -260,6 +260,7 @@ let package = Package(
         .target(
             name: "FieldLogTestSupport",
             dependencies: [
+                "CSandbox",
                 "WalkModel",
                 "SystemIO",
                 "WalkJournal",

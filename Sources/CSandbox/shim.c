@@ -72,6 +72,11 @@ int csandbox_poll(pid_t pid, int *code) {
     return CSANDBOX_EXITED;
 }
 
+int csandbox_spawn_close_others(posix_spawn_file_actions_t *actions) {
+    int rc = posix_spawn_file_actions_addclosefrom_np(actions, 3);
+    return rc == 0 ? 0 : -rc;
+}
+
 int csandbox_kill(pid_t pid) {
     return kill(pid, SIGKILL) == 0 ? 0 : -errno;
 }

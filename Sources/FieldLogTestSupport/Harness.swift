@@ -1,3 +1,4 @@
+import CSandbox
 
 import Foundation
 import Testing
@@ -138,6 +139,9 @@ package final class Child {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        // Nothing else of the test runner's: a listening socket of a fake server (NIO's are not close-on-exec)
+        // kept open by another test's child would hold its port after the fake has stopped.
+        _ = csandbox_spawn_close_others(&actions)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

@@ -1,6 +1,7 @@
 #ifndef CSANDBOX_H
 #define CSANDBOX_H
 
+#include <spawn.h>
 #include <sys/types.h>
 
 /// The photo worker's system interface: an anonymous memory file to pass bytes through, a child
@@ -14,6 +15,10 @@ int csandbox_memfd(const char *name);
 /// Starts `path` with `argv` (NULL-terminated); the child's stdin, stdout and stderr are `in_fd`,
 /// `out_fd` and `err_fd`, and no other descriptor of the parent is open in it. Stores its pid.
 int csandbox_spawn(const char *path, char *const argv[], int in_fd, int out_fd, int err_fd, pid_t *pid);
+
+/// Adds to `actions` the closing of every descriptor from 3 up in the child (glibc's addclosefrom, which Swift
+/// does not see).
+int csandbox_spawn_close_others(posix_spawn_file_actions_t *actions);
 
 /// Limits the calling process for good: address space, CPU seconds and the size of files it writes, no
 /// core dumps, few descriptors, no new privileges, and death when its parent dies.
