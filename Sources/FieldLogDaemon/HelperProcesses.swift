@@ -46,16 +46,18 @@ package struct ShareProcess {
     private let group: ServiceGroup
     private let logger: Logger
 
-    package init(settings: DaemonSettings, logger: Logger, environment: [String: String]) throws(DaemonError) {
+    /// `recorder`: the pid of the recorder that started this process, if one did.
+    package init(settings: DaemonSettings, logger: Logger, environment: [String: String], recorder: Int32?) throws(DaemonError) {
         self.logger = logger
         let store = JournalStore(directory: settings.stateDirectory)
-        let shareSettings: ShareService.Settings
+        var shareSettings: ShareService.Settings
         do {
             shareSettings = try settings.sharing.serviceSettings(
                 cacheDirectory: settings.photos.cacheDirectory, environment: environment)
         } catch {
             throw DaemonError(error.message)
         }
+        shareSettings.recorderPid = recorder ?? RecorderState(directory: store.directory).current?.pid
         let events = ShareEvents(store: store, logger: logger)
         let service = ShareService(settings: shareSettings, store: store, logger: logger) { kind, message in
             events.note(kind, message: message)

@@ -99,6 +99,12 @@ final class ExportFiles: Sendable {
     /// each new fix, so that a crowd of downloads costs one rendering per format every few seconds.
     private let freshFor = 10.0
     private let state = Mutex(State())
+    /// A thread of its own: the shared pool's threads may all be waiting on something else (signals, gpsd).
+    private static let renderThread: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: 1)
+        pool.start()
+        return pool
+    }()
 
     /// The rendering of `format` for walk `walk` at `length` bytes of journal: this version's, or one of the same
     /// walk made within `freshFor`, or one made now by `render` off the event loop (one per format at a time:
@@ -126,7 +132,7 @@ final class ExportFiles: Sendable {
                 guard now < deadline else { return nil }
                 try? await sleepOnEventLoop(for: .milliseconds(50))
             case .render:
-                let bytes = try? await NIOThreadPool.singleton.runIfActive { render() }
+                let bytes = try? await Self.renderThread.runIfActive { render() }
                 let file = bytes.flatMap(store)
                 // The one replaced is let go after the lock: its deinit takes it.
                 let replaced: ResponseFile? = state.withLock { state in

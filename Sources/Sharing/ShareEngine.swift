@@ -19,6 +19,9 @@ package final class ShareEngine {
         package var cacheDirectory: String?
         /// A destination unreachable this long is an episode worth a journal event.
         package var unavailableAfter: Double = 60
+        /// The running recorder's pid, when sharing starts beside it: a destination set up now counts as set up
+        /// when that recorder started, since what it journaled before this process was ready is to be sent.
+        package var recorderPid: Int32? = nil
     }
 
     package struct Message {
@@ -94,7 +97,9 @@ package final class ShareEngine {
             let latest = (try? store.walkIDs())?.last
             cursor = ShareCursor(
                 url: destination.url, device: destination.device, walk: latest,
-                acknowledged: latest.map { Self.messageCount(walk: $0, store: store, every: settings.every) } ?? 0)
+                acknowledged: latest.map {
+                    Self.messageCount(walk: $0, store: store, every: settings.every, untilSessionOf: settings.recorderPid)
+                } ?? 0)
             do {
                 try cursor.write(destination, directory: store.directory)
             } catch {
@@ -111,13 +116,19 @@ package final class ShareEngine {
     package var currentStatus: ShareStatus { status }
 
     /// How many messages a walk's journal gives so far (without what its end would still release).
-    package static func messageCount(walk: String, store: JournalStore, every: Double) -> Int {
+    /// The messages walk `walk` holds, or, with `pid`, those it held when the recorder of that pid started its session.
+    package static func messageCount(walk: String, store: JournalStore, every: Double, untilSessionOf pid: Int32? = nil) -> Int {
         guard let bytes = try? FileIO.readRegular(
             JournalStore.prefix + walk + JournalStore.suffix, in: store.directory, maxBytes: JournalStore.maxJournalBytes)
         else { return 0 }
         var selector = ShareSelector(every: every)
         var count = 0
-        forEachRecord(in: bytes[...]) { count += selector.feed($0).count }
+        var reached = false
+        let marker = pid.map { "pid \($0)" }
+        forEachRecord(in: bytes[...]) { record in
+            if case let .event(event) = record, event.kind == .sessionStart, marker != nil, event.message == marker { reached = true }
+            if !reached { count += selector.feed(record).count }
+        }
         return count
     }
 

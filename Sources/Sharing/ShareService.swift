@@ -25,6 +25,8 @@ public final class ShareService: Service, Sendable {
         public var keepalive = 60
         public var backoffMax = 120.0
         public var unavailableAfter = 60.0
+        /// The recorder this process shares beside (see `ShareEngine.Settings.recorderPid`).
+        public var recorderPid: Int32?
 
         public init(
             destinations: [ShareDestination], password: String?, caFile: String?, tid: String, every: Double,
@@ -84,7 +86,8 @@ public final class ShareService: Service, Sendable {
                         destination: destination, transport: transport, store: store,
                         settings: .init(
                             every: settings.every, rate: settings.rate, tid: settings.tid,
-                            cacheDirectory: settings.cacheDirectory, unavailableAfter: settings.unavailableAfter),
+                            cacheDirectory: settings.cacheDirectory, unavailableAfter: settings.unavailableAfter,
+                            recorderPid: settings.recorderPid),
                         logger: logger, onEvent: onEvent))
                 logger.info("sharing the walk with \(destination.url) (topic \(destination.topic))")
             } catch {

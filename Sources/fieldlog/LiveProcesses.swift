@@ -64,7 +64,8 @@ struct LiveShareCommand: AsyncParsableCommand, ConfiguredCommand {
             return
         }
         do {
-            try await ShareProcess(settings: options.settings, logger: logger, environment: ProcessInfo.processInfo.environment)
+            try await ShareProcess(
+                settings: options.settings, logger: logger, environment: ProcessInfo.processInfo.environment, recorder: supervisor)
                 .runUntilSignalled()
         } catch {
             throw CleanExit.failure("fieldlog live-share: \(error)")
