@@ -188,8 +188,7 @@ final class RecorderState: Sendable {
     var current: StatusFile.Contents? {
         let now = monotonicSeconds()
         if let hit = cached.withLock({ $0.at >= 0 && now - $0.at < 0.5 ? $0 : nil }) { return hit.contents }
-        var contents = StatusFile.read(directory: directory)
-        if let status = contents, !isAlive(status.pid) || status.gpsd == .stopped { contents = nil }
+        let contents = StatusFile.read(directory: directory).flatMap { $0.isCurrent ? $0 : nil }
         cached.withLock { $0 = (now, contents) }
         return contents
     }
@@ -199,18 +198,13 @@ final class RecorderState: Sendable {
         guard let status = current else {
             return LiveStatus(distance: 0, milestones: 0, gpsd: .stopped, lastFixWall: nil, photos: nil, storage: nil)
         }
-        let shares = ShareStatusFile.read(directory: directory).flatMap { isAlive($0.pid) ? $0.destinations.map(\.line) : nil }
+        let shares = ShareStatusFile.read(directory: directory).flatMap { processExists($0.pid) ? $0.destinations.map(\.line) : nil }
         return LiveStatus(
             distance: status.distanceMetres, milestones: status.milestones, gpsd: status.gpsd,
             lastFixWall: status.lastFixWall, photos: status.photos.flatMap(PhotoActivity.State.init(statusRecord:)),
             storage: status.storage?.reason, suspectFixes: status.suspectFixes ?? 0,
             rejectedFixes: status.rejectedFixes ?? 0, shares: shares)
     }
-}
-
-/// Whether process `pid` exists (another user's too).
-package func isAlive(_ pid: Int32) -> Bool {
-    pid > 0 && (kill(pid, 0) == 0 || errno == EPERM)
 }
 
 extension ServiceGroup {

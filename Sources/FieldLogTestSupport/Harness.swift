@@ -284,3 +284,13 @@ package func fieldlog(
 ) async throws -> Outcome {
     try await Child(Harness.fieldlog, arguments, in: directory, environment: environment).wait(timeout: timeout)
 }
+
+/// Polls `condition` every 100 ms until it holds (true) or `timeout` seconds have passed (false).
+package func waitUntil(timeout: Double = 30, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while !condition() {
+        guard Date() < deadline else { return false }
+        try? await Task.sleep(for: .milliseconds(100))
+    }
+    return true
+}

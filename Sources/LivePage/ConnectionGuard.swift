@@ -4,6 +4,28 @@ import NIOHTTPTypes
 import Synchronization
 import Exports
 
+/// How many places (connections, event streams) each client address holds: a newcomer may take a place of the
+/// address holding the most only when it holds fewer itself, so that a client can only crowd out itself.
+struct AddressShares {
+    let heaviest: String
+    private let most: Int
+    private let counts: [String: Int]
+
+    /// nil when no place is held.
+    init?(_ addresses: some Sequence<String>) {
+        var counts: [String: Int] = [:]
+        for address in addresses { counts[address, default: 0] += 1 }
+        guard let (heaviest, most) = counts.max(by: { $0.value < $1.value }) else { return nil }
+        self.heaviest = heaviest
+        self.most = most
+        self.counts = counts
+    }
+
+    func holdsFewer(_ address: String) -> Bool {
+        counts[address, default: 0] < most
+    }
+}
+
 /// The live page's connections: at most `limit` admitted at once. A connection beyond it takes the place
 /// of another, chosen so that a client can only crowd out itself:
 /// 1. the one idle longest after a completed answer (a keep-alive socket);
@@ -68,14 +90,12 @@ package final class ConnectionBoard: Sendable {
         if let late = waiting.filter({ now - $0.value.since >= grace }).min(by: { $0.value.since < $1.value.since }) {
             return late.key
         }
-        var counts: [String: Int] = [:]
-        for entry in entries.values { counts[entry.address, default: 0] += 1 }
-        guard let (heaviest, most) = counts.max(by: { $0.value < $1.value }) else { return nil }
-        if let fresh = waiting.filter({ $0.value.address == heaviest }).min(by: { $0.value.since < $1.value.since }) {
+        guard let shares = AddressShares(entries.values.map(\.address)) else { return nil }
+        if let fresh = waiting.filter({ $0.value.address == shares.heaviest }).min(by: { $0.value.since < $1.value.since }) {
             return fresh.key
         }
-        guard counts[address, default: 0] < most else { return nil }
-        return entries.filter { $0.value.address == heaviest }.min(by: { $0.value.since < $1.value.since })?.key
+        guard shares.holdsFewer(address) else { return nil }
+        return entries.filter { $0.value.address == shares.heaviest }.min(by: { $0.value.since < $1.value.since })?.key
     }
 
     package func started(_ channel: any Channel) {

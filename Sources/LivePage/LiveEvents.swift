@@ -96,10 +96,8 @@ package final class LiveEvents: Sendable {
 
     /// The oldest stream of the address holding the most, if `client` holds fewer.
     private static func replaceable(in subscribers: [Int: Subscriber], by client: String) -> Int? {
-        var counts: [String: Int] = [:]
-        for subscriber in subscribers.values { counts[subscriber.client, default: 0] += 1 }
-        guard let (heaviest, most) = counts.max(by: { $0.value < $1.value }), counts[client, default: 0] < most else { return nil }
-        return subscribers.filter { $0.value.client == heaviest }.keys.min()
+        guard let shares = AddressShares(subscribers.values.map(\.client)), shares.holdsFewer(client) else { return nil }
+        return subscribers.filter { $0.value.client == shares.heaviest }.keys.min()
     }
 
     /// Ends every stream and takes no more (graceful shutdown).

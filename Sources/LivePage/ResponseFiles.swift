@@ -67,9 +67,9 @@ final class ResponseFile: Sendable {
 
 /// The walk's exports, each rendered once per version of the walk (the journal's length and the thumbnails
 /// cached) into an unlinked temporary file that every request for that version reads: a crowd of downloads
-/// costs one rendering, not one copy per client. Renderings are made one at a time (under the walk's lock),
-/// and while those still held (the newest of each format, older ones still being sent) add up to `budget`
-/// bytes, no new one is made: the request is answered 503 until clients finish or are cut off.
+/// costs one rendering, not one copy per client. Each format is rendered by one request at a time, on a thread
+/// of its own, and while the renderings still held (the newest of each format, older ones still being sent)
+/// add up to `budget` bytes, no new one is made: the request is answered 503 until clients finish or are cut off.
 final class ExportFiles: Sendable {
     private struct Version: Equatable {
         var walk: String
@@ -134,14 +134,13 @@ final class ExportFiles: Sendable {
             case .render:
                 let bytes = try? await Self.renderThread.runIfActive { render() }
                 let file = bytes.flatMap(store)
-                // The one replaced is let go after the lock: its deinit takes it.
-                let replaced: ResponseFile? = state.withLock { state in
+                // The one replaced is returned and let go after the lock: its deinit takes the lock too.
+                _ = state.withLock { state -> ResponseFile? in
                     state.rendering.remove(format)
                     guard let file else { return nil }
                     defer { state.newest[format] = Rendered(version: version, file: file, made: monotonicSeconds()) }
                     return state.newest[format]?.file
                 }
-                _ = replaced
                 return file
             }
         }

@@ -103,6 +103,11 @@ public final class StatusFile: Sendable {
             }
         }
 
+        /// Whether it describes a recorder running now (its process exists and it has not stopped).
+        public var isCurrent: Bool {
+            processExists(pid) && gpsd != .stopped
+        }
+
         package enum CodingKeys: String, CodingKey {
             case pid, gpsd, walk, milestones, storage
             case gpsdAddress = "gpsd_address"

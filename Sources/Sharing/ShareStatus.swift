@@ -58,7 +58,7 @@ public enum ShareStatusFile {
 extension ShareStatusFile {
     /// `fieldlog status`'s lines for the destinations of the sharing process, while it runs, each with its newline.
     public static func lines(directory: String) -> [String] {
-        guard let contents = read(directory: directory), kill(contents.pid, 0) == 0 || errno == EPERM else { return [] }
+        guard let contents = read(directory: directory), processExists(contents.pid) else { return [] }
         let now = Date().timeIntervalSince1970
         return contents.destinations.map { share in
             var line = "share      \(share.destination): \(share.connection.rawValue), \(share.waiting) waiting"

@@ -36,3 +36,8 @@ public func monotonicSeconds() -> Double {
 public func limitDataMemory(to bytes: Int) -> Bool {
     csandbox_limit_data(Int64(bytes)) == 0
 }
+
+/// Whether process `pid` exists, another user's too (kill(2) with no signal).
+public func processExists(_ pid: Int32) -> Bool {
+    pid > 0 && (kill(pid, 0) == 0 || errno == EPERM)
+}

@@ -5,6 +5,7 @@ import Sharing
 import FoundationEssentials
 import Glibc
 import Recording
+import SystemIO
 import WalkJournal
 import WalkModel
 
@@ -57,7 +58,7 @@ struct Status: ParsableCommand, ConfiguredCommand {
         } else {
             add("walk       none recorded in \(directory)")
         }
-        guard let status, kill(status.pid, 0) == 0 || errno == EPERM, status.gpsd != .stopped else {
+        guard let status, status.isCurrent else {
             add("recorder   not running")
             return lines
         }
@@ -93,7 +94,7 @@ struct Status: ParsableCommand, ConfiguredCommand {
             if let exit = helper.lastExit { line += " (last ended: \(exit))" }
             add(line)
         }
-        if status.helpers == nil, let page = LivePageStatusFile.read(directory: directory), isAlive(page.pid) {
+        if status.helpers == nil, let page = LivePageStatusFile.read(directory: directory), processExists(page.pid) {
             add("live-page  running (pid \(page.pid)) on \(page.address)")
         }
         lines += ShareStatusFile.lines(directory: directory)

@@ -52,15 +52,6 @@ struct LivePageTests {
             in: directory, environment: ["FLICKR_API_KEY": FakeFlickr.apiKey])
     }
 
-    func waitUntil(timeout: Double = 60, _ condition: () -> Bool) async -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !condition() {
-            guard Date() < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(100))
-        }
-        return true
-    }
-
     func journal() -> String {
         let store = JournalStore(directory: state)
         guard let id = try? store.walkIDs().last else { return "" }
@@ -93,7 +84,7 @@ struct LivePageTests {
         let recording = try recorder(gpsd: gpsd.address, port: port)
         defer { recording.reap() }
         // Opened once the walk has begun: a page opened before would reload to show it.
-        #expect(await waitUntil { journal().contains("\"walk_start\"") && Harness.accepts(port: port) })
+        #expect(await waitUntil(timeout: 60) { journal().contains("\"walk_start\"") && Harness.accepts(port: port) })
         let browser = try Child(
             "/usr/bin/python3",
             [Harness.repository + "/Tests/browser/live_check.py", "http://127.0.0.1:\(port)/", "--cards", "8",
@@ -103,7 +94,7 @@ struct LivePageTests {
         // tells of the failure, and some seconds more (a few backoffs of 1-2 s) for the open page to show it
         // too; then it recovers.
         #expect(await waitUntil(timeout: 120) { FileManager.default.fileExists(atPath: directory + "/page-open") })
-        #expect(await waitUntil { RawHTTP.get("/", port: port, readFor: 5).body.contains("retrying in") })
+        #expect(await waitUntil(timeout: 60) { RawHTTP.get("/", port: port, readFor: 5).body.contains("retrying in") })
         try await Task.sleep(for: .seconds(6))
         flickr.setFault(.none)
         let looked = await browser.wait(timeout: 200)
@@ -155,7 +146,7 @@ struct LivePageTests {
             Harness.fieldlog, ["run", "--gpsd", "127.0.0.1:\(Harness.freePort())", "--state-dir", state,
                                "--http", "127.0.0.1:\(port)"], in: directory)
         defer { serving.reap() }
-        #expect(await waitUntil { Harness.accepts(port: port) })
+        #expect(await waitUntil(timeout: 60) { Harness.accepts(port: port) })
 
         // Without script: the newest 50, and a link to the rest.
         let first = RawHTTP.get("/", port: port)
@@ -215,7 +206,7 @@ struct LivePageTests {
         let gpsd = try await replay(capture, of: walk, over: 30)
         let recording = try recorder(gpsd: gpsd.address, port: port)
         defer { recording.reap() }
-        #expect(await waitUntil { journal().contains("\"walk_start\"") && Harness.accepts(port: port) })
+        #expect(await waitUntil(timeout: 60) { journal().contains("\"walk_start\"") && Harness.accepts(port: port) })
         // 30 pages follow the walk and never read what they are sent; wrk hammers the page and an export.
         let followers = try (0..<30).map { _ in try RawHTTP.Stream(path: "/events", port: port) }
         defer { followers.forEach { $0.close() } }
@@ -260,7 +251,7 @@ struct LivePageTests {
         await gpsd.wait()
         #expect(recorded.status == 0, "\(recorded.stderr)")
         let serving = try recorder(gpsd: "127.0.0.1:\(Harness.freePort())", port: port)
-        #expect(await waitUntil { Harness.accepts(port: port) })
+        #expect(await waitUntil(timeout: 60) { Harness.accepts(port: port) })
         return serving
     }
 
@@ -348,7 +339,7 @@ struct LivePageTests {
             Harness.fieldlog, ["run", "--gpsd", gpsd.address, "--state-dir", state, "--http", "127.0.0.1:\(port)"],
             in: directory)
         defer { recording.reap() }
-        #expect(await waitUntil { journal().contains("\"walk_start\"") && Harness.accepts(port: port) })
+        #expect(await waitUntil(timeout: 60) { journal().contains("\"walk_start\"") && Harness.accepts(port: port) })
         var phone: [Double] = []
 
         // 64 slow bodies, as many as the server's connections: each is refused when its head arrives.
@@ -428,7 +419,7 @@ struct LivePageTests {
             logger: logger)
         let group = ServiceGroup(services: [service], logger: logger)
         let running = Task { try await group.run() }
-        #expect(await waitUntil { Harness.accepts(port: port) })
+        #expect(await waitUntil(timeout: 60) { Harness.accepts(port: port) })
 
         var streams = try (0..<4).map { _ in try RawHTTP.Stream(path: "/events", port: port) }
         #expect(streams.allSatisfy { $0.head.hasPrefix("HTTP/1.1 200") })

@@ -23,15 +23,6 @@ struct RecorderApartTests {
         RawHTTP.get("/", port: port, readFor: 2, from: "127.0.0.2").head.hasPrefix("HTTP/1.1 200")
     }
 
-    func waitUntil(timeout: Double = 30, _ condition: () -> Bool) async -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !condition() {
-            guard Date() < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(100))
-        }
-        return true
-    }
-
     @Test func killedHelpersAreStartedAgainAndTheRecorderGoesOn() async throws {
         var walk = SyntheticWalk(heading: 30)
         walk.add([.walk(seconds: 70, speed: 1.4)])

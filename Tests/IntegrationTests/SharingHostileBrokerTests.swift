@@ -2,7 +2,9 @@ import Foundation
 import Testing
 import FieldLogFakes
 import FieldLogTestSupport
+import Recording
 import Sharing
+import SystemIO
 import WalkJournal
 
 /// A broker that attacks (HostileMQTTBroker) against the fieldlog binary sharing over MQTT through libmosquitto:
@@ -39,14 +41,19 @@ final class SharingHostileBrokerTests {
     /// The largest resident size of `child` seen while watching it for `seconds`, in bytes; the process is killed
     /// above `residentKill`.
     func watchResident(_ child: Child, seconds: Double) async throws -> Int {
+        try await watchResident(pid: child.pid, seconds: seconds) { child.isRunning }
+    }
+
+    /// The peak resident memory of process `pid` over `seconds` while `running` says so.
+    func watchResident(pid: pid_t, seconds: Double, running: () -> Bool) async throws -> Int {
         var peak = 0
         let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline && child.isRunning {
-            let status = (try? String(contentsOfFile: "/proc/\(child.pid)/status", encoding: .utf8)) ?? ""
+        while Date() < deadline && running() {
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
             for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") || line.hasPrefix("VmRSS:") {
                 peak = max(peak, (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) << 10)
             }
-            if peak > Self.residentKill { child.signal(SIGKILL) }
+            if peak > Self.residentKill { kill(pid, SIGKILL) }
             try await Task.sleep(for: .milliseconds(50))
         }
         return peak
@@ -122,11 +129,12 @@ final class SharingHostileBrokerTests {
         // share status read as it goes.
         var peak = 0
         var said = Set<String>()
-        let first = Date().addingTimeInterval(30)
-        while hostile.connections == 0 && Date() < first { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(await waitUntil { hostile.connections > 0 })
+        // The process that shares, which the recorder started: what the broker can grow is its.
+        let sharing = try #require(StatusFile.read(directory: state)?.helpers?.first { $0.name == "live-share" }?.pid)
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline && recorder.isRunning {
-            peak = max(peak, try await watchResident(recorder, seconds: 0.5))
+            peak = max(peak, try await watchResident(pid: sharing, seconds: 0.5) { processExists(sharing) })
             if let error = ShareStatusFile.read(directory: state)?.destinations.first?.error { said.insert(error) }
         }
         #expect(recorder.isRunning)

@@ -56,15 +56,6 @@ struct TamperedFilesTests {
         guard fd >= 0, ftruncate(fd, off_t(bytes)) == 0 else { throw POSIXError(.EIO) }
     }
 
-    func waitUntil(timeout: Double = 30, _ condition: () -> Bool) async -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !condition() {
-            guard Date() < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(100))
-        }
-        return true
-    }
-
     /// A recorder with the live page and no gpsd (it keeps trying): only the page and the state are exercised.
     func serve(port: UInt16) throws -> Child {
         try Child(
