@@ -174,29 +174,40 @@ package func endWithSupervisor(_ supervisor: Int32) throws(DaemonError) {
     }
 }
 
-/// The running recorder as status.json describes it, read again at most twice a second: the page asks for it
-/// on every look at the walk.
-final class RecorderState: Sendable {
+/// The recorder as status.json describes it, read again at most twice a second: the page asks for it on every
+/// look at the walk.
+package final class RecorderState: Sendable {
     private let directory: String
     private let cached = Mutex<(at: Double, contents: StatusFile.Contents?)>((-1, nil))
 
-    init(directory: String) {
+    package init(directory: String) {
         self.directory = directory
     }
 
-    /// The status of a recorder that is running now, else nil.
-    var current: StatusFile.Contents? {
+    /// The last status written, by a recorder running now or one that has ended.
+    private var latest: StatusFile.Contents? {
         let now = monotonicSeconds()
         if let hit = cached.withLock({ $0.at >= 0 && now - $0.at < 0.5 ? $0 : nil }) { return hit.contents }
-        let contents = StatusFile.read(directory: directory).flatMap { $0.isCurrent ? $0 : nil }
+        let contents = StatusFile.read(directory: directory)
         cached.withLock { $0 = (now, contents) }
         return contents
     }
 
-    /// The live page's status line, from status.json and share-status.json.
-    func liveStatus() -> LiveStatus {
-        guard let status = current else {
+    /// The status of a recorder that is running now, else nil.
+    package var current: StatusFile.Contents? {
+        latest.flatMap { $0.isCurrent ? $0 : nil }
+    }
+
+    /// The live page's status line, from status.json and share-status.json. With no recorder running, the walk
+    /// as the last one left it, and gpsd stopped.
+    package func liveStatus() -> LiveStatus {
+        guard let status = latest else {
             return LiveStatus(distance: 0, milestones: 0, gpsd: .stopped, lastFixWall: nil, photos: nil, storage: nil)
+        }
+        guard status.isCurrent else {
+            return LiveStatus(
+                distance: status.distanceMetres, milestones: status.milestones, gpsd: .stopped,
+                lastFixWall: status.lastFixWall, photos: nil, storage: nil)
         }
         let shares = ShareStatusFile.read(directory: directory).flatMap { processExists($0.pid) ? $0.destinations.map(\.line) : nil }
         return LiveStatus(

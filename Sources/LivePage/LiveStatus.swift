@@ -58,7 +58,8 @@ public struct LiveStatus: Sendable, Equatable {
             parts.append("no fix yet")
         }
         parts.append("gpsd \(gpsd.rawValue)")
-        parts.append("photos: " + (photos?.description(now: now) ?? "no photo source"))
+        // A recorder that has stopped has no photo source to speak of.
+        if gpsd != .stopped { parts.append("photos: " + (photos?.description(now: now) ?? "no photo source")) }
         if let storage { parts.append("storage failing: \(storage)") }
         if suspectFixes > 0 { parts.append("\(Self.fixes(suspectFixes)) dropped for an implausible GPS time") }
         if rejectedFixes > 0 { parts.append("\(Self.fixes(rejectedFixes)) dropped as inaccurate or impossible") }
