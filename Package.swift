@@ -132,6 +132,7 @@ let package = Package(
                 "SystemIO",
                 "WalkJournal",
                 "Photos",
+                "Thumbnailing",
                 "CMosquittoShim",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

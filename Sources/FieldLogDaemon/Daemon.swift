@@ -77,7 +77,9 @@ package struct Daemon {
         if !settings.sharing.urls.isEmpty { helpers.append(.init(name: "live-share", arguments: settings.helperArguments)) }
         if settings.helpers == .children && !helpers.isEmpty {
             let supervisor = HelperSupervisor(helpers: helpers, executable: executable, status: statusFile, logger: logger)
-            services.append(.init(service: supervisor, successTerminationBehavior: .ignore))
+            // First, so that it stops last (a group stops its services in reverse): the helpers read the recorder's
+            // session end, and sharing sends the walk's last fix, before they are told to stop.
+            services.insert(.init(service: supervisor, successTerminationBehavior: .ignore), at: 0)
         }
         // Last, so that it hears of a shutdown first (STOPPING=1); READY=1 as the group starts, state recovered.
         let notifier = SystemdNotifier(logger: logger)

@@ -26,7 +26,8 @@ package final class HelperSupervisor: Service, Sendable {
     private let maxBackoff = 60.0
     /// A helper that ran this long is healthy again: its next restart waits `minBackoff`.
     private let healthyAfter = 60.0
-    private let stopTimeout = 5.0
+    /// Above sharing's wait for acknowledgements at a stop (`ShareService.drainSeconds`).
+    private let stopTimeout = 8.0
 
     package init(helpers: [Helper], executable: String, status: StatusFile, logger: Logger) {
         self.helpers = helpers

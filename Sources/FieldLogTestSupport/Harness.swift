@@ -220,6 +220,7 @@ package final class Child {
 package final class GPSFake {
     package let port: UInt16
     private let child: Child
+    private let inRoot: Bool
 
     /// `delay` is gpsfake's pause per sentence. gpsfake calls a replay failed when gpsd has not let go of
     /// the receiver 60 s after its input ran out (-W); on a loaded 2-core machine that takes longer. With
@@ -229,6 +230,7 @@ package final class GPSFake {
         in directory: String
     ) async throws {
         self.port = port
+        inRoot = root != nil
         let arguments = ["-1", "-p", "-q", "-W", "240", "-c", String(delay), "-P", String(port),
                          try Self.withLeadIn(capture, delay: delay, in: directory)]
         if let root {
@@ -265,6 +267,15 @@ package final class GPSFake {
         try joined.write(toFile: path, atomically: true, encoding: .isoLatin1)
         return path
     }
+
+    /// Holds the replay where it is: gpsfake, which feeds gpsd, is stopped (gpsd goes on, with nothing to
+    /// report), so a test can catch up with it on a loaded machine. `resume()` goes on from there.
+    package func pause() {
+        precondition(!inRoot, "a replay in a root runs under bash: pause the replay outside a root")
+        child.signal(SIGSTOP)
+    }
+
+    package func resume() { child.signal(SIGCONT) }
 
     /// Waits for the replay to end (gpsfake exits by itself after one pass).
     package func wait(timeout: Double = 300) async {

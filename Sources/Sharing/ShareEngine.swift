@@ -35,7 +35,7 @@ package final class ShareEngine {
 
     /// Messages read ahead of the transport at most: a backlog of days stays in the journal, not in memory.
     package static let readAhead = 2000
-    /// The largest thumbnail sent with a photo (base64 makes it a third larger).
+    /// The largest cached thumbnail a shared rendition is made from (`SharedPhoto`).
     package static let maxThumbnailBytes = 192 << 10
 
     package let destination: ShareDestination
@@ -52,6 +52,8 @@ package final class ShareEngine {
     private var partial: [UInt8] = []
     private var buffer = [UInt8](repeating: 0, count: 64 << 10)
     private var chunkWasFull = false
+    /// The last read found nothing more in the journal.
+    package private(set) var readToEnd = false
     private var selector: ShareSelector
     private var produced = 0
     /// Messages of `walk` already acknowledged when it was opened: produced again, not sent again.
@@ -167,6 +169,21 @@ package final class ShareEngine {
         !inflight.isEmpty && now - lastProgress < 1
     }
 
+    /// Seconds until the next message may go out (its rate token is due), when one waits and the transport has
+    /// room for it; nil otherwise. The sender sleeps this long, not a polling period: a backlog goes out at
+    /// `--share-rate`.
+    package func secondsUntilNextSend(now: Double) -> Double? {
+        guard pendingHead < pending.count, inflight.count < transport.window else { return nil }
+        let available = min(Double(transport.window), tokens + (now - lastRefill) * settings.rate)
+        return available >= 1 ? 0 : (1 - available) / settings.rate
+    }
+
+    /// Everything journaled so far is read and acknowledged.
+    package var isDrained: Bool { isIdle && readToEnd }
+
+    /// Messages read and not yet acknowledged (queued or in flight).
+    package var unacknowledged: Int { pending.count - pendingHead + inflight.count }
+
     /// Messages of the current walk produced so far, and acknowledged (its position), for `fieldlog share --walk`.
     package var producedCount: Int { produced }
     package var acknowledgedCount: Int { cursor.walk == walk ? cursor.acknowledged : 0 }
@@ -182,11 +199,15 @@ package final class ShareEngine {
         if walk == nil {
             guard now - lastWalkListing >= 1 else { return false }
             lastWalkListing = now
-            guard let first = (try? store.walkIDs())?.first else { return false }
+            guard let first = (try? store.walkIDs())?.first else {
+                readToEnd = true
+                return false
+            }
             open(first, skipping: 0)
         }
         guard let walk else { return false }
         let lines = readLines(of: walk)
+        readToEnd = lines.isEmpty && !chunkWasFull && partial.isEmpty
         var produced = false
         for line in lines {
             produced = true
@@ -293,10 +314,24 @@ package final class ShareEngine {
 
     private func encode(_ message: Message) -> [UInt8] {
         var thumbnail: [UInt8]?
-        if case let .photo(_, _, key) = message.content, let bytes = thumbnails?.read(key),
-            bytes.count <= Self.maxThumbnailBytes
-        {
-            thumbnail = bytes
+        if case let .photo(milestone, _, key) = message.content {
+            let why: String
+            if let bytes = thumbnails?.read(key), bytes.count <= Self.maxThumbnailBytes {
+                switch SharedPhoto.make(from: bytes) {
+                case let .image(rendition):
+                    thumbnail = rendition
+                    why = ""
+                case let .tooLarge(size):
+                    why = "its \(SharedPhoto.size) px rendition is \(size) bytes, over \(SharedPhoto.maxBytes)"
+                case let .unreadable(reason):
+                    why = "its thumbnail cannot be read (\(reason))"
+                }
+            } else {
+                why = "no thumbnail of it in the cache"
+            }
+            if thumbnail == nil {
+                logger.notice("sharing \(destination.url): the photo of milestone \(milestone.index) goes without its image: \(why)")
+            }
         }
         let options = OwnTracksMessage.Options(
             tid: settings.tid, topic: destination.kind == .http ? destination.topic : nil, walk: message.walk)
@@ -333,6 +368,7 @@ package final class ShareEngine {
         }
         noteConnection(poll)
         status.waiting = pending.count - pendingHead + inflight.count
+        status.unread = !readToEnd
         status.lastTst = cursor.lastTst
         status.lastWall = cursor.lastWall
         return last != nil

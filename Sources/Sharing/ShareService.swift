@@ -70,11 +70,16 @@ public final class ShareService: Service, Sendable {
     }
 
     public func run() async throws {
-        // Shutdown cancels the loop; what is not acknowledged by then stays in the journal for the next run.
-        await cancelWhenGracefulShutdown {
-            await self.serve()
-        }
+        let engines = makeEngines()
+        // Shutdown ends the loop (and its sleep) at once; then what was journaled is given `drainSeconds` to be
+        // acknowledged, and what is not stays in the journal for the next run.
+        await serve(engines)
+        await drain(engines)
     }
+
+    /// Seconds a stopping sharing process waits for what was journaled to be acknowledged (`run --once` and
+    /// SIGTERM alike): within the 10 s its supervisor, or its unit, gives it to stop.
+    package static let drainSeconds = 5.0
 
     private func makeEngines() -> [ShareEngine] {
         var engines: [ShareEngine] = []
@@ -111,11 +116,10 @@ public final class ShareService: Service, Sendable {
         }
     }
 
-    private func serve() async {
-        let engines = makeEngines()
+    private func serve(_ engines: [ShareEngine]) async {
         var written: [ShareStatus]?
         var lastWrite = 0.0
-        while !Task.isCancelled {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
             var busy = false
             for engine in engines {
                 busy = engine.turn() || busy
@@ -132,21 +136,47 @@ public final class ShareService: Service, Sendable {
                 written = statuses
                 lastWrite = now
             }
-            // Quick while messages come and go; otherwise every quarter of --share-every, 2.5 s at most (a shared
-            // fix comes every --share-every seconds at most), so that an idle or dead destination costs the
-            // recorder next to nothing.
-            let waitingForAcknowledgement = engines.contains { $0.isWaitingForAcknowledgement(now: now) }
-            let idle = min(2.5, settings.every / 4)
-            try? await sleepOnEventLoop(for: .nanoseconds(busy ? 20_000_000 : waitingForAcknowledgement ? 50_000_000 : UInt64(idle * 1e9)))
+            let pause = Duration.nanoseconds(Int64(pause(engines, busy: busy, now: now) * 1e9))
+            await cancelWhenGracefulShutdown { try? await sleepOnEventLoop(for: pause) }
         }
-        for engine in engines { await engine.stop() }
-        writeStatus(engines)
     }
 
-    /// The last word of a recorder that stops: nothing is connected any more.
-    private func writeStatus(_ engines: [ShareEngine]) {
+    /// Until the next turn: quick while messages come and go, until the next rate token when a message waits for
+    /// one, else a quarter of --share-every, 2.5 s at most (a shared fix comes every --share-every seconds at
+    /// most), so that an idle or dead destination costs next to nothing.
+    private func pause(_ engines: [ShareEngine], busy: Bool, now: Double) -> Double {
+        guard !busy else { return 0.02 }
+        var pause = min(2.5, settings.every / 4)
+        if engines.contains(where: { $0.isWaitingForAcknowledgement(now: now) }) { pause = min(pause, 0.05) }
+        if let due = engines.compactMap({ $0.secondsUntilNextSend(now: now) }).min() { pause = min(pause, max(due, 0.005)) }
+        return pause
+    }
+
+    /// Turns the engines of connected destinations until everything journaled is acknowledged or `drainSeconds`
+    /// have passed, then stops them and says what waits for the next run.
+    private func drain(_ engines: [ShareEngine]) async {
+        let deadline = ShareEngine.monotonic() + Self.drainSeconds
+        while !Task.isCancelled, ShareEngine.monotonic() < deadline,
+            engines.contains(where: { !$0.isDrained && $0.currentStatus.connection == .connected })
+        {
+            var busy = false
+            for engine in engines { busy = engine.turn() || busy }
+            try? await sleepOnEventLoop(for: .nanoseconds(UInt64(pause(engines, busy: busy, now: ShareEngine.monotonic()) * 1e9)))
+        }
+        for engine in engines {
+            await engine.stop()
+            if engine.isDrained {
+                logger.info("sharing \(engine.destination.url): stopped; everything journaled is acknowledged")
+            } else {
+                let unread = engine.readToEnd ? "" : ", and the journal was not read to its end"
+                logger.notice(
+                    "sharing \(engine.destination.url): stopped with \(engine.unacknowledged) messages unacknowledged\(unread); they go out on the next run")
+            }
+        }
+        // The last word of a sharing process that stops: nothing is connected any more.
         var statuses = engines.map(\.currentStatus)
         for index in statuses.indices { statuses[index].connection = .disconnected }
+        current.withLock { $0 = statuses }
         ShareStatusFile.write(statuses, directory: store.directory)
     }
 }

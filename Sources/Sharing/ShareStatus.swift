@@ -9,6 +9,8 @@ public struct ShareStatus: Codable, Sendable, Equatable {
     public var connection: ShareConnection
     /// Messages chosen from the journal and not yet acknowledged (read ahead at most `ShareEngine.readAhead`).
     public var waiting: Int
+    /// The journal holds lines sharing has not read yet: more than `waiting` wait (nil in older files).
+    public var unread: Bool?
     /// GPS time (`tst`) and system-clock time of the last acknowledgement, this run or before.
     public var lastTst: Int?
     public var lastWall: Double?
@@ -16,14 +18,19 @@ public struct ShareStatus: Codable, Sendable, Equatable {
     public var error: String?
 
     package enum CodingKeys: String, CodingKey {
-        case destination, connection, waiting, error
+        case destination, connection, waiting, unread, error
         case lastTst = "last_tst"
         case lastWall = "last_wall"
     }
 
+    /// "12 waiting", or "12 waiting and more in the journal, not read yet": never "0 waiting" while lines are unread.
+    public var waitingWords: String {
+        unread == true ? "\(waiting) waiting and more in the journal, not read yet" : "\(waiting) waiting"
+    }
+
     /// "mqtts://broker/… connected, 0 waiting, last acknowledged 12:01:07Z".
     public var line: String {
-        var text = "\(destination) \(connection.rawValue), \(waiting) waiting"
+        var text = "\(destination) \(connection.rawValue), \(waitingWords)"
         if let lastTst { text += ", last acknowledged \(Timestamp.format(Double(lastTst)))" }
         if let error, connection != .connected { text += " (\(error))" }
         return text
@@ -61,7 +68,7 @@ extension ShareStatusFile {
         guard let contents = read(directory: directory), processExists(contents.pid) else { return [] }
         let now = Date().timeIntervalSince1970
         return contents.destinations.map { share in
-            var line = "share      \(share.destination): \(share.connection.rawValue), \(share.waiting) waiting"
+            var line = "share      \(share.destination): \(share.connection.rawValue), \(share.waitingWords)"
             if let tst = share.lastTst {
                 line += ", last acknowledged fix time \(Timestamp.format(Double(tst)))"
                 if let wall = share.lastWall { line += " (\(Int(max(0, now - wall))) s ago)" }

@@ -166,7 +166,9 @@ struct CommonsRunTests {
         print("live walk, no history: first fix after \(alone.firstFix) s, 8 photos after \(alone.photos) s")
         print("live walk, 300 older walks waiting: first fix after \(behind.firstFix) s, 8 photos after \(behind.photos) s")
         #expect(alone.served == 8 && behind.served == 8, "\(alone) \(behind)")
-        #expect(behind.firstFix <= alone.firstFix + 0.5)
+        // The first fix does not wait for the older walks (their index, their photos); the margin is for a
+        // machine loaded by other tests, and well below what serving the older walks first takes.
+        #expect(behind.firstFix <= alone.firstFix + 1.5)
         #expect(behind.photos <= alone.photos + 2)
         #expect(try JournalStore(directory: directory + "/history-300/state").walkIDs().count == 302)
     }

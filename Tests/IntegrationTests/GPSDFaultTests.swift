@@ -155,6 +155,8 @@ struct GPSDFaultTests {
             Harness.fieldlog, ["run", "--gpsd", "127.0.0.1:\(server.port)", "--state-dir", state], in: directory)
         let store = JournalStore(directory: state)
         var points = 0
+        // 4 s from the connection (the fixes are sent on it): well before the 6 s of reports without a fix end.
+        #expect(await waitUntil(timeout: 60) { server.connections > 0 })
         let deadline = Date().addingTimeInterval(4)
         while points < 5 && Date() < deadline {
             try await Task.sleep(for: .milliseconds(50))

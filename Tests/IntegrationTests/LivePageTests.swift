@@ -83,8 +83,11 @@ struct LivePageTests {
         let gpsd = try await replay(capture, of: walk, over: 40)
         let recording = try recorder(gpsd: gpsd.address, port: port)
         defer { recording.reap() }
-        // Opened once the walk has begun: a page opened before would reload to show it.
-        #expect(await waitUntil(timeout: 60) { journal().contains("\"walk_start\"") && Harness.accepts(port: port) })
+        // Opened once the walk has begun (a page opened before would reload to show it), with the replay held
+        // until the page is open: a browser that starts slowly would otherwise see most milestones at once.
+        #expect(await waitUntil(timeout: 60) { journal().contains("\"walk_start\"") })
+        gpsd.pause()
+        #expect(await waitUntil(timeout: 60) { Harness.accepts(port: port) })
         let browser = try Child(
             "/usr/bin/python3",
             [Harness.repository + "/Tests/browser/live_check.py", "http://127.0.0.1:\(port)/", "--cards", "8",
@@ -94,6 +97,7 @@ struct LivePageTests {
         // tells of the failure, and some seconds more (a few backoffs of 1-2 s) for the open page to show it
         // too; then it recovers.
         #expect(await waitUntil(timeout: 120) { FileManager.default.fileExists(atPath: directory + "/page-open") })
+        gpsd.resume()
         #expect(await waitUntil(timeout: 60) { RawHTTP.get("/", port: port, readFor: 5).body.contains("retrying in") })
         try await Task.sleep(for: .seconds(6))
         flickr.setFault(.none)

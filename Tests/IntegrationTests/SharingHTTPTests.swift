@@ -44,7 +44,11 @@ final class SharingHTTPTests {
         // and moves on once real answers come again.
         for fault in [FakeRecorder.Fault.dropBody, .notOwnTracks, .serverError] {
             server.setFault(fault)
-            try await Task.sleep(for: .milliseconds(300))
+            // The first request under the fault: the answer before it was taken (one message at a time), so its
+            // position is written by then.
+            let seenAtFault = server.seen
+            let faulted = Date().addingTimeInterval(30)
+            while server.seen < seenAtFault + 1 && Date() < faulted { try await Task.sleep(for: .milliseconds(20)) }
             let before = acknowledged()
             let seen = server.seen
             // (Retries back off with full jitter: 1, then 2 s at most; a loaded machine is given ample time.)

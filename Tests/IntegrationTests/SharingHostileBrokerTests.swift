@@ -87,8 +87,9 @@ final class SharingHostileBrokerTests {
         #expect(peak < Self.residentBound, "peak resident \(peak >> 20) MiB")
         #expect(outcome.stdout.contains("the broker sent a packet larger than the ")
                     && outcome.stdout.contains(" MiB fieldlog allows; disconnected)"), "\(outcome.stdout) \(outcome.stderr)")
-        // Back off, growing: a few connections in 8 s, not a hot loop; the packet was never read.
-        #expect((2...6).contains(hostile.connections), "\(hostile.connections) connections")
+        // Back off, growing: a few connections in 8 s (one, on a machine slow to start it), not a hot loop; the
+        // packet was never read.
+        #expect((1...6).contains(hostile.connections), "\(hostile.connections) connections")
         #expect(hostile.attackBytes < 64 << 20, "\(hostile.attackBytes >> 20) MiB of it read")
         await hostile.stop()
 
@@ -98,8 +99,9 @@ final class SharingHostileBrokerTests {
             in: directory, environment: environment)
         defer { second.reap() }
         hostile = try await HostileMQTTBroker.start(port: Int(port), attack: .hugePacket(body: 250_000_000))
+        let attacked = hostile
+        #expect(await waitUntil(timeout: 60) { attacked.connections >= 1 || !second.isRunning })
         let secondPeak = try await watchResident(second, seconds: 3)
-        #expect(hostile.connections >= 1)
         await hostile.stop()
         let broker = try MosquittoBroker(in: directory, port: port)
         try await broker.start()
