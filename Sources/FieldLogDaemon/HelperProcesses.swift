@@ -209,7 +209,10 @@ package final class RecorderState: Sendable {
                 distance: status.distanceMetres, milestones: status.milestones, gpsd: .stopped,
                 lastFixWall: status.lastFixWall, photos: nil, storage: nil)
         }
-        let shares = ShareStatusFile.read(directory: directory).flatMap { processExists($0.pid) ? $0.destinations.map(\.line) : nil }
+        let shares = ShareStatusFile.read(directory: directory).flatMap { contents in
+            processExists(contents.pid)
+                ? contents.destinations.enumerated().map { $1.pageLine(label: "destination \($0 + 1)") } : nil
+        }
         return LiveStatus(
             distance: status.distanceMetres, milestones: status.milestones, gpsd: status.gpsd,
             lastFixWall: status.lastFixWall, photos: status.photos.flatMap(PhotoActivity.State.init(statusRecord:)),

@@ -47,7 +47,9 @@ package enum Harness {
     package static let trixieRoot: String? = {
         let root = ProcessInfo.processInfo.environment["FIELDLOG_TRIXIE_ROOT"]
             ?? "/var/cache/fieldlog-cross/root-trixie-amd64"
-        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: root + "/usr/bin/gpsfake"),
+        // The marker is written last: a root still being made (CI makes it beside the tests) is not one yet.
+        guard getuid() == 0, FileManager.default.fileExists(atPath: root + "/.fieldlog-packages"),
+            FileManager.default.isExecutableFile(atPath: root + "/usr/bin/gpsfake"),
             FileManager.default.isExecutableFile(atPath: root + "/usr/sbin/gpsd")
         else { return nil }
         return root

@@ -17,7 +17,7 @@ public struct LiveStatus: Sendable, Equatable {
     /// Fixes not recorded this session: held for an implausible GPS time, or rejected (accuracy, a jump).
     public var suspectFixes: Int
     public var rejectedFixes: Int
-    /// The sharing destinations (`ShareStatus.line`), nil when the walk is not shared.
+    /// The sharing destinations (`ShareStatus.pageLine`), nil when the walk is not shared.
     public var shares: [String]?
 
     public init(

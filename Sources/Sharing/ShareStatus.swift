@@ -28,11 +28,11 @@ public struct ShareStatus: Codable, Sendable, Equatable {
         unread == true ? "\(waiting) waiting and more in the journal, not read yet" : "\(waiting) waiting"
     }
 
-    /// "mqtts://broker/… connected, 0 waiting, last acknowledged 12:01:07Z".
-    public var line: String {
-        var text = "\(destination) \(connection.rawValue), \(waitingWords)"
+    /// The live page's words for it, under a neutral `label` ("destination 1"): the page has no login and is seen
+    /// by anyone on its Wi-Fi, so no host, user or failure text (`fieldlog status` has those).
+    public func pageLine(label: String) -> String {
+        var text = "\(label) \(connection.rawValue), \(waitingWords)"
         if let lastTst { text += ", last acknowledged \(Timestamp.format(Double(lastTst)))" }
-        if let error, connection != .connected { text += " (\(error))" }
         return text
     }
 }

@@ -144,10 +144,11 @@ final class SharingTests {
         let shareLine = status.stdout.split(separator: "\n").first { $0.hasPrefix("share ") }
         #expect(shareLine?.contains(wanted) == true, "\(status.stdout)")
 
-        // The live page's status line: the destination and its state.
+        // The live page's status line: the destination under a neutral label (no host, no user), and its state.
         let livePage = RawHTTP.get("/", port: page, readFor: 10)
-        #expect(livePage.body.contains("sharing: \(broker.url) connected, 0 waiting, last acknowledged"), "\(livePage.head)")
-        #expect(!livePage.body.contains(MosquittoBroker.password))
+        #expect(livePage.body.contains("sharing: destination 1 connected, 0 waiting, last acknowledged"), "\(livePage.head)")
+        #expect(!livePage.body.contains(MosquittoBroker.password) && !livePage.body.contains(MosquittoBroker.user + "@")
+                && !livePage.body.contains(broker.url))
 
         recorder.signal(SIGTERM)
         let outcome = await recorder.wait(timeout: 20)
