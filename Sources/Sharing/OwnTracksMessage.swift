@@ -4,7 +4,7 @@ import WalkModel
 /// OwnTracks JSON (`_type: location`) for what the selector chose: the fix's own GPS time as `tst`, `lat`,
 /// `lon`, `acc` (eph, m), `alt` (m), `vel` (km/h), `cog` (degrees), `tid`, `t`; `acc`, `alt`, `vel` and `cog`
 /// only when not zero, as the apps send them. Milestones and photos are locations with the iOS app's POI
-/// fields (`poi`, and for a photo `image`, a base64 JPEG thumbnail, and `imagename`), plus `fl_*` fields the
+/// fields (`poi`, and for a photo `image`, a base64 JPEG of `SharedPhoto`'s rendition, and `imagename`), plus `fl_*` fields the
 /// OwnTracks Recorder stores with the point and other servers ignore.
 package enum OwnTracksMessage {
     package struct Options: Sendable {
@@ -54,8 +54,8 @@ package enum OwnTracksMessage {
         }
         out.append(",\"tid\":")
         out.appendJSONString(options.tid)
-        // `t`: "t" for a point the timer (--share-every) chose, "u" for what the walker marks (as the iOS app's
-        // manual POI publishes); a segment's first and last fix are automatic, without `t`.
+        // `t`: "t" for every fix (the timer, --share-every, and a segment's first and last alike), "u" for what
+        // the walker marks (as the iOS app's manual POI publishes).
         switch content {
         case .fix: out.append(",\"t\":\"t\"")
         case .milestone, .photo: out.append(",\"t\":\"u\"")
