@@ -156,12 +156,16 @@ public final class ShareService: Service, Sendable {
     /// have passed, then stops them and says what waits for the next run.
     private func drain(_ engines: [ShareEngine]) async {
         let deadline = ShareEngine.monotonic() + Self.drainSeconds
+        // A turn first, whatever the last one found: the recorder's last records (its session end, which
+        // releases the walk's last fix) were written after it.
+        var busy = false
+        for engine in engines { busy = engine.turn() || busy }
         while !Task.isCancelled, ShareEngine.monotonic() < deadline,
             engines.contains(where: { !$0.isDrained && $0.currentStatus.connection == .connected })
         {
-            var busy = false
-            for engine in engines { busy = engine.turn() || busy }
             try? await sleepOnEventLoop(for: .nanoseconds(UInt64(pause(engines, busy: busy, now: ShareEngine.monotonic()) * 1e9)))
+            busy = false
+            for engine in engines { busy = engine.turn() || busy }
         }
         for engine in engines {
             await engine.stop()
