@@ -92,6 +92,7 @@ package struct ShareSettings: Sendable, Equatable {
             }
         }
         let passwords = SharePasswords(credentialsFile: credentialsFile, passwordFile: passwordFile, environment: environment)
+        // In the order given: a bad URL in its place, the others as the passwords set them up.
         var ready = passwords.targets(destinations)[...]
         return urls.map { url in faults[url].map { .unusable(url: url, reason: $0.message) } ?? ready.removeFirst() }
     }

@@ -30,7 +30,7 @@ public struct ShareCursor: Codable, Sendable, Equatable {
     public enum Saved: Sendable, Equatable {
         case position(ShareCursor)
         /// No file: the destination is new.
-        case none
+        case missing
         /// A file that is no position fieldlog wrote for this destination, the reason in words.
         case unusable(String)
     }
@@ -40,7 +40,7 @@ public struct ShareCursor: Codable, Sendable, Equatable {
         do {
             bytes = try FileIO.readRegular(destination.stateFileName, in: directory, maxBytes: maxBytes)
         } catch {
-            return error.number == ENOENT ? .none : .unusable(error.reason)
+            return error.number == ENOENT ? .missing : .unusable(error.reason)
         }
         guard let cursor = try? JSONDecoder().decode(ShareCursor.self, from: Data(bytes)) else {
             return .unusable("not a position fieldlog wrote")

@@ -105,7 +105,7 @@ package final class ShareEngine {
                 cursor = position
                 problem = Self.outsideTheJournals(position, store: store, every: settings.every)
                     .map { "its position points outside the journals (\($0))" }
-            case .none:
+            case .missing:
                 // Set up now: what the journals hold already is not sent (`fieldlog share --walk` sends it).
                 let latest = (try? store.walkIDs())?.last
                 cursor = ShareCursor(
@@ -126,7 +126,7 @@ package final class ShareEngine {
                 logger.warning("sharing \(destination.url): \(told)")
                 notice = told
             }
-            if problem != nil || saved == .none {
+            if problem != nil || saved == .missing {
                 do {
                     try cursor.write(destination, directory: store.directory)
                 } catch {

@@ -104,7 +104,7 @@ struct SharingUnitTests {
         let directory = Harness.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let destination = try ShareDestination(url: "mqtt://walker@broker/", device: "pi")
-        #expect(ShareCursor.read(destination, directory: directory) == .none)
+        #expect(ShareCursor.read(destination, directory: directory) == .missing)
         let cursor = ShareCursor(url: destination.url, device: "pi", walk: "20240518T080001Z", acknowledged: 42, lastTst: 1_700_000_000, lastWall: 5)
         try cursor.write(destination, directory: directory)
         #expect(ShareCursor.read(destination, directory: directory) == .position(cursor))
