@@ -82,13 +82,15 @@ public final class ShareService: Service, Sendable {
 
     /// An engine for each destination that can be set up, and the status of each that cannot: it is reported
     /// (log, status, page) and left out, and the others go on.
-    private func makeEngines() -> (engines: [ShareEngine], unusable: [ShareStatus]) {
+    private func makeEngines() -> (engines: [ShareEngine], unusable: [Unusable]) {
         var engines: [ShareEngine] = []
-        var unusable: [ShareStatus] = []
+        var unusable: [Unusable] = []
         func leaveOut(_ url: String, _ reason: String) {
             logger.error("sharing \(url): not set up: \(reason); the walk is recorded all the same")
             unusable.append(
-                ShareStatus(destination: url, connection: .unusable, waiting: 0, lastTst: nil, lastWall: nil, error: reason))
+                Unusable(
+                    position: engines.count + unusable.count,
+                    status: ShareStatus(destination: url, connection: .unusable, waiting: 0, lastTst: nil, lastWall: nil, error: reason)))
         }
         for target in settings.targets {
             switch target {
@@ -120,6 +122,20 @@ public final class ShareService: Service, Sendable {
         return (engines, unusable)
     }
 
+    /// A destination left out, and its place among the `--share` destinations.
+    private struct Unusable {
+        var position: Int
+        var status: ShareStatus
+    }
+
+    /// The engines' statuses with the unusable ones in their places: in the order of `--share`, which the live
+    /// page numbers them by.
+    private func statuses(_ engines: [ShareEngine], _ unusable: [Unusable]) -> [ShareStatus] {
+        var statuses = engines.map(\.currentStatus)
+        for left in unusable { statuses.insert(left.status, at: left.position) }
+        return statuses
+    }
+
     package static func transport(for destination: ShareDestination, password: String?, settings: Settings) throws(ShareError)
         -> any ShareTransport
     {
@@ -137,7 +153,7 @@ public final class ShareService: Service, Sendable {
         }
     }
 
-    private func serve(_ engines: [ShareEngine], unusable: [ShareStatus]) async {
+    private func serve(_ engines: [ShareEngine], unusable: [Unusable]) async {
         var written: [ShareStatus]?
         var lastWrite = 0.0
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
@@ -145,7 +161,7 @@ public final class ShareService: Service, Sendable {
             for engine in engines {
                 busy = engine.turn() || busy
             }
-            let statuses = engines.map(\.currentStatus) + unusable
+            let statuses = statuses(engines, unusable)
             current.withLock { $0 = statuses }
             let now = ShareEngine.monotonic()
             // At once when a connection changes, else at most every 2 s while messages come and go.
@@ -175,7 +191,7 @@ public final class ShareService: Service, Sendable {
 
     /// Turns the engines of connected destinations until everything journaled is acknowledged or `drainSeconds`
     /// have passed, then stops them and says what waits for the next run.
-    private func drain(_ engines: [ShareEngine], unusable: [ShareStatus]) async {
+    private func drain(_ engines: [ShareEngine], unusable: [Unusable]) async {
         let deadline = ShareEngine.monotonic() + Self.drainSeconds
         while !Task.isCancelled, ShareEngine.monotonic() < deadline,
             engines.contains(where: { !$0.isDrained && $0.currentStatus.connection == .connected })
@@ -195,9 +211,8 @@ public final class ShareService: Service, Sendable {
             }
         }
         // The last word of a sharing process that stops: nothing is connected any more.
-        var statuses = engines.map(\.currentStatus)
-        for index in statuses.indices { statuses[index].connection = .disconnected }
-        statuses += unusable
+        var statuses = statuses(engines, unusable)
+        for index in statuses.indices where statuses[index].connection != .unusable { statuses[index].connection = .disconnected }
         current.withLock { $0 = statuses }
         ShareStatusFile.write(statuses, directory: store.directory)
     }

@@ -106,11 +106,13 @@ final class SharingSetupMistakesTests {
         let gpsd = try await GPSFake(capture: capture, delay: 0.006, in: directory)
         let recorder = try Child(
             Harness.fieldlog,
-            ["run", "--gpsd", gpsd.address, "--state-dir", state, "--share", url, "--share-password-file", path],
+            ["run", "--gpsd", gpsd.address, "--state-dir", state, "--share", url, "--share", "http://127.0.0.1:9/pub",
+             "--share-password-file", path],
             in: directory)
         defer { recorder.reap() }
         await gpsd.wait()
         #expect(await waitUntil(timeout: 30) { ShareStatusFile.read(directory: self.state)?.destinations.first?.connection == .unusable })
+        #expect(ShareStatusFile.read(directory: state)?.destinations.map(\.destination) == [url, "http://127.0.0.1:9/pub"], "in the order given")
         let status = try await fieldlog(["status", "--state-dir", state], in: directory)
         #expect(status.stdout.contains("\(url): unusable") && status.stdout.contains("a password goes only over mqtts://"), "\(status.stdout)")
         #expect(points() > 150)
