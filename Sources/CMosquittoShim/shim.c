@@ -58,6 +58,8 @@ struct cmqtt_client {
     int keepalive;
     double backoff_min;
     double backoff_max;
+    double rejected_retry;
+    double rejected_retry_max;
     int max_inflight;
     char *client_id;
     char *username;
@@ -97,7 +99,7 @@ static void on_connect(struct mosquitto *mosq, void *object, int code) {
         client->connections += 1;
         client->error[0] = 0;
     } else {
-        // 2: identifier rejected, 4: bad user name or password, 5: not authorised. Asking again cannot help.
+        // 2: identifier rejected, 4: bad user name or password, 5: not authorised: asked again only slowly.
         if (code == 2 || code == 4 || code == 5) client->state = CMQTT_REJECTED;
         char text[CMQTT_TEXT_CAPACITY];
         snprintf(text, sizeof text, "the broker refused the connection: %s", mosquitto_connack_string(code));
@@ -214,13 +216,8 @@ static bool broker_was_hostile(struct cmqtt_client *client, int code) {
     return true;
 }
 
-/// Waits a random time in [0, min(max, min * 2^attempt)] ("full jitter"), or until stopped; false when stopping.
-static bool back_off(struct cmqtt_client *client, int attempt) {
-    double ceiling = client->backoff_min;
-    for (int i = 0; i < attempt && ceiling < client->backoff_max; i++) ceiling *= 2;
-    if (ceiling > client->backoff_max) ceiling = client->backoff_max;
-    double delay = ceiling * ((double)rand_r(&client->seed) / (double)RAND_MAX);
-    if (delay < 0.05) delay = 0.05;
+/// Waits `delay` seconds, or until stopped; false when stopping.
+static bool wait_for(struct cmqtt_client *client, double delay) {
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
     long long nanoseconds = until.tv_nsec + (long long)(delay * 1e9);
@@ -233,6 +230,23 @@ static bool back_off(struct cmqtt_client *client, int attempt) {
     bool stopping = client->stopping;
     pthread_mutex_unlock(&client->lock);
     return !stopping;
+}
+
+/// Waits a random time in [0, min(max, min * 2^attempt)] ("full jitter"), or until stopped; false when stopping.
+static bool back_off(struct cmqtt_client *client, int attempt) {
+    double ceiling = client->backoff_min;
+    for (int i = 0; i < attempt && ceiling < client->backoff_max; i++) ceiling *= 2;
+    if (ceiling > client->backoff_max) ceiling = client->backoff_max;
+    double delay = ceiling * ((double)rand_r(&client->seed) / (double)RAND_MAX);
+    return wait_for(client, delay < 0.05 ? 0.05 : delay);
+}
+
+/// Waits before asking again after the `refusals`-th refusal in a row (1 or more): rejected_retry, doubled each
+/// time up to rejected_retry_max (Sharing's ShareRetry). False when stopping.
+static bool wait_after_rejection(struct cmqtt_client *client, int refusals) {
+    double delay = client->rejected_retry;
+    for (int i = 1; i < refusals && delay < client->rejected_retry_max; i++) delay *= 2;
+    return wait_for(client, delay > client->rejected_retry_max ? client->rejected_retry_max : delay);
 }
 
 static int current_state(struct cmqtt_client *client, bool *stopping) {
@@ -326,6 +340,7 @@ static void *network_thread(void *argument) {
     struct cmqtt_client *client = argument;
     int attempt = 0;
     int hostile = 0;  // hostile episodes in a row: each backs off longer
+    int refusals = 0; // refusals of the credentials in a row
     double connected_at = 0;
     bool connected_socket = false;
     for (;;) {
@@ -333,11 +348,14 @@ static void *network_thread(void *argument) {
         int state = current_state(client, &stopping);
         if (stopping) break;
         if (state == CMQTT_REJECTED) {
-            // Stop asking: the credentials will not improve by themselves. Wait for the end.
+            // The state says "rejected" until the next attempt, which a new connection makes (libmosquitto
+            // closes the refused socket first).
+            if (!wait_after_rejection(client, ++refusals)) break;
             pthread_mutex_lock(&client->lock);
-            while (!client->stopping) pthread_cond_wait(&client->wake, &client->lock);
+            if (client->state == CMQTT_REJECTED) client->state = CMQTT_DISCONNECTED;
             pthread_mutex_unlock(&client->lock);
-            break;
+            connected_socket = false;
+            continue;
         }
         if (!client->mosq && !renew_handle(client)) {
             if (!back_off(client, attempt++)) break;
@@ -378,6 +396,7 @@ static void *network_thread(void *argument) {
         } else if (current_state(client, &stopping) == CMQTT_CONNECTED) {
             if (hostile > 0 && monotonic_seconds() - connected_at >= hostile_forgiven_after) hostile = 0;
             attempt = hostile;
+            refusals = 0;
         }
     }
     if (connected_socket) {
@@ -435,6 +454,9 @@ cmqtt_client *cmqtt_start(const cmqtt_options *options, char *error, size_t erro
     client->keepalive = options->keepalive > 0 ? options->keepalive : 60;
     client->backoff_min = options->backoff_min > 0 ? options->backoff_min : 1;
     client->backoff_max = options->backoff_max > client->backoff_min ? options->backoff_max : client->backoff_min;
+    client->rejected_retry = options->rejected_retry > 0 ? options->rejected_retry : 60;
+    client->rejected_retry_max =
+        options->rejected_retry_max > client->rejected_retry ? options->rejected_retry_max : client->rejected_retry;
     client->max_inflight = options->max_inflight > 0 ? options->max_inflight : 10;
     client->client_id = copy(options->client_id);
     client->username = copy(options->username);

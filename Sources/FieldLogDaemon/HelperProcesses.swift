@@ -47,16 +47,13 @@ package struct ShareProcess {
     private let logger: Logger
 
     /// `recorder`: the pid of the recorder that started this process, if one did.
-    package init(settings: DaemonSettings, logger: Logger, environment: [String: String], recorder: Int32?) throws(DaemonError) {
+    /// A destination that cannot be set up (a bad URL, a password file that cannot be used) is reported and left
+    /// out: this process keeps running, and says so in share-status.json.
+    package init(settings: DaemonSettings, logger: Logger, environment: [String: String], recorder: Int32?) {
         self.logger = logger
         let store = JournalStore(directory: settings.stateDirectory)
-        var shareSettings: ShareService.Settings
-        do {
-            shareSettings = try settings.sharing.serviceSettings(
-                cacheDirectory: settings.photos.cacheDirectory, environment: environment)
-        } catch {
-            throw DaemonError(error.message)
-        }
+        var shareSettings = settings.sharing.serviceSettings(
+            cacheDirectory: settings.photos.cacheDirectory, environment: environment)
         shareSettings.recorderPid = recorder ?? RecorderState(directory: store.directory).current?.pid
         let events = ShareEvents(store: store, logger: logger)
         let service = ShareService(settings: shareSettings, store: store, logger: logger) { kind, message in

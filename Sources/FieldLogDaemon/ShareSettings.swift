@@ -13,20 +13,22 @@ package struct ShareSettings: Sendable, Equatable {
     package var every: Double = 10
     /// Messages a second at most per destination.
     package var rate: Double = 5
+    /// `URL PASSWORD` lines, a password per destination (`SharePasswords`).
+    package var credentialsFile: String?
+    /// The password of the one destination whose URL names a user (`SharePasswords`).
     package var passwordFile: String?
     package var caFile: String?
+    /// Seconds before a destination that refused the credentials is asked again, doubling (`ShareRetry`).
+    package var rejectedRetry = ShareRetry.rejectedDefault
 
     package init() {}
-
-    /// The credential the systemd unit loads the password into (LoadCredential=share-password:...).
-    package static let passwordCredential = "share-password"
 
     /// These settings as fieldlog.conf keys.
     package var entries: KeyValuePairs<String, String?> {
         [
             "share": share.isEmpty ? nil : urls.joined(separator: " "), "share-device": device, "share-tid": tid,
-            "share-every": "\(every)", "share-rate": "\(rate)", "share-password-file": passwordFile,
-            "share-ca-file": caFile,
+            "share-every": "\(every)", "share-rate": "\(rate)", "share-credentials": credentialsFile,
+            "share-password-file": passwordFile, "share-ca-file": caFile, "share-rejected-retry": "\(rejectedRetry)",
         ]
     }
 
@@ -59,38 +61,48 @@ package struct ShareSettings: Sendable, Equatable {
         if let tid, tid.count != 2 || tid.contains(where: { $0 == "\"" || $0 == "\\" || $0.isWhitespace }) {
             throw SettingsError(key: "share-tid", "--share-tid must be two characters")
         }
-        _ = try destinations()
-    }
-
-    package func destinations() throws(SettingsError) -> [ShareDestination] {
-        do {
-            return try urls.map { url throws(ShareError) in try ShareDestination(url: url, device: deviceName) }
-        } catch {
-            throw SettingsError(key: "share", error.message)
+        guard rejectedRetry.isFinite && rejectedRetry >= 1 && rejectedRetry <= ShareRetry.rejectedMax else {
+            throw SettingsError(
+                key: "share-rejected-retry", "--share-rejected-retry must be 1 to \(Int(ShareRetry.rejectedMax)) seconds")
         }
     }
 
-    /// The password (the file's first line; a relative name is looked up in $CREDENTIALS_DIRECTORY first, and
-    /// without a file the credential share-password is used), or nil when none is set up; an empty file
-    /// counts as none.
-    package func password(environment: [String: String]) throws(SettingsError) -> String? {
-        guard let path = Credential.path(file: passwordFile, name: Self.passwordCredential, environment: environment)
-        else { return nil }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            // The path is told, never the contents.
-            throw SettingsError(key: "share-password-file", "cannot read the share password file \(path)")
+    /// Throws for the first URL that is no destination. Not part of `validate()`: the recorder starts with a bad
+    /// URL, which sharing reports and leaves out; `run --check-config` and `fieldlog share` refuse it.
+    package func validateDestinations() throws(SettingsError) {
+        for url in urls {
+            do {
+                _ = try ShareDestination(url: url, device: deviceName)
+            } catch {
+                throw SettingsError(key: "share", error.message)
+            }
         }
-        let line = String(decoding: data, as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" })
-            .first.map(String.init) ?? ""
-        return line.isEmpty ? nil : line
+    }
+
+    /// Each destination with the password meant for it, or unusable with the reason (a bad URL, a password file
+    /// that cannot be used): never a reason to stop.
+    package func targets(environment: [String: String]) -> [ShareTarget] {
+        var destinations: [ShareDestination] = []
+        var faults: [String: ShareError] = [:]
+        for url in urls {
+            do {
+                destinations.append(try ShareDestination(url: url, device: deviceName))
+            } catch {
+                faults[url] = error
+            }
+        }
+        let passwords = SharePasswords(credentialsFile: credentialsFile, passwordFile: passwordFile, environment: environment)
+        // In the order given: a bad URL in its place, the others as the passwords set them up.
+        var ready = passwords.targets(destinations)[...]
+        return urls.map { url in faults[url].map { .unusable(url: url, reason: $0.message) } ?? ready.removeFirst() }
     }
 
     /// What the sharing service runs with.
-    package func serviceSettings(cacheDirectory: String?, environment: [String: String]) throws(SettingsError)
-        -> ShareService.Settings
-    {
-        ShareService.Settings(
-            destinations: try destinations(), password: try password(environment: environment), caFile: caFile,
-            tid: trackerID, every: every, rate: rate, cacheDirectory: cacheDirectory)
+    package func serviceSettings(cacheDirectory: String?, environment: [String: String]) -> ShareService.Settings {
+        var settings = ShareService.Settings(
+            targets: targets(environment: environment), caFile: caFile, tid: trackerID, every: every, rate: rate,
+            cacheDirectory: cacheDirectory)
+        settings.rejectedRetry = rejectedRetry
+        return settings
     }
 }

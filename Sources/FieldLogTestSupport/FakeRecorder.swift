@@ -4,7 +4,7 @@ import Synchronization
 /// A stand-in for the OwnTracks Recorder's HTTP mode on loopback, as its documentation and http.c describe it:
 /// `POST /pub` with the user and device in `?u=&d=` or `X-Limit-U`/`X-Limit-D`, the body an OwnTracks JSON
 /// message, the answer 200 with a JSON array (here `[]`). Basic auth checked as the reverse proxy in front of a
-/// real Recorder would. Faults switch at run time.
+/// real Recorder would, or none asked for (no password). Faults switch at run time.
 package final class FakeRecorder: @unchecked Sendable {
     package enum Fault: Sendable, Equatable {
         case none
@@ -15,6 +15,8 @@ package final class FakeRecorder: @unchecked Sendable {
         case dropBody
         /// 200 with an empty HTML page, as a captive portal would: no OwnTracks answer.
         case notOwnTracks
+        /// 403 to the next request, as a proxy or an authentication backend that blinked would; then none.
+        case forbiddenOnce
     }
 
     package struct Request {
@@ -25,11 +27,13 @@ package final class FakeRecorder: @unchecked Sendable {
 
     package let port: UInt16
     private let listener: Int32
-    private let state = Mutex<(fault: Fault, stored: [Request], seen: Int, stopped: Bool)>((.none, [], 0, false))
+    private let state = Mutex<(fault: Fault, stored: [Request], seen: Int, stopped: Bool, authorizations: Set<String>)>(
+        (.none, [], 0, false, []))
     package let user: String
-    package let password: String
+    /// nil: no login asked for, and the URL names no user.
+    package let password: String?
 
-    package init(user: String, password: String) {
+    package init(user: String, password: String?) {
         self.user = user
         self.password = password
         (listener, port) = Harness.listeningSocket(backlog: 16)
@@ -37,7 +41,7 @@ package final class FakeRecorder: @unchecked Sendable {
         thread.start()
     }
 
-    package var url: String { "http://\(user)@127.0.0.1:\(port)/pub" }
+    package var url: String { password == nil ? "http://127.0.0.1:\(port)/pub" : "http://\(user)@127.0.0.1:\(port)/pub" }
 
     package func setFault(_ fault: Fault) { state.withLock { $0.fault = fault } }
 
@@ -45,6 +49,8 @@ package final class FakeRecorder: @unchecked Sendable {
     package var stored: [Request] { state.withLock { $0.stored } }
     /// Requests seen, answered or not.
     package var seen: Int { state.withLock { $0.seen } }
+    /// Every `Authorization` header received, decoded from base64 (`user:password`), or as sent if it is not Basic.
+    package var authorizations: Set<String> { state.withLock { $0.authorizations } }
 
     package func stop() {
         state.withLock { $0.stopped = true }
@@ -97,18 +103,27 @@ package final class FakeRecorder: @unchecked Sendable {
             let request = Request(path: requestLine.count > 1 ? String(requestLine[1]) : "", headers: headers, body: Data(body))
             let fault = state.withLock { state -> Fault in
                 state.seen += 1
-                return state.fault
+                if let authorization = headers["authorization"] {
+                    let decoded = authorization.hasPrefix("Basic ")
+                        ? Data(base64Encoded: String(authorization.dropFirst(6))).map { String(decoding: $0, as: UTF8.self) } : nil
+                    state.authorizations.insert(decoded ?? authorization)
+                }
+                let fault = state.fault
+                if fault == .forbiddenOnce { state.fault = .none }
+                return fault
             }
-            let expected = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
+            let expected = password.map { "Basic " + Data("\(user):\($0)".utf8).base64EncodedString() }
             guard requestLine.first == "POST", request.path.hasPrefix("/pub") else {
                 respond(fd, "405 Method Not Allowed", body: "")
                 continue
             }
-            guard headers["authorization"] == expected else {
+            guard expected == nil || headers["authorization"] == expected else {
                 respond(fd, "401 Unauthorized", body: "", extra: "WWW-Authenticate: Basic realm=\"owntracks\"\r\n")
                 continue
             }
             switch fault {
+            case .forbiddenOnce:
+                respond(fd, "403 Forbidden", body: "")
             case .none:
                 state.withLock { $0.stored.append(request) }
                 respond(fd, "200 OK", body: "[]")

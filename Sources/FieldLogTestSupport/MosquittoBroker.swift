@@ -66,6 +66,13 @@ package final class MosquittoBroker {
         try #require(Harness.accepts(port: port), "mosquitto did not start: \(child?.reap().stderr ?? "")")
     }
 
+    /// Lets `user` log in with `password` from now on: the password file rewritten, and the running broker told
+    /// to read it again (SIGHUP), its connections kept.
+    package func addUser(_ user: String, password: String) throws {
+        try run("/usr/bin/mosquitto_passwd", ["-b", directory + "/passwd", user, password])
+        child?.signal(SIGHUP)
+    }
+
     /// Everything the broker logged in its earlier runs (notices: connections, refusals).
     package private(set) var log = ""
 

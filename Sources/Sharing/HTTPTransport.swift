@@ -7,11 +7,13 @@ import Synchronization
 import SystemIO
 
 /// OwnTracks over HTTP: `POST` of the JSON to the OwnTracks Recorder's `/pub` (user and device as `?u=&d=` and
-/// `X-Limit-U`/`X-Limit-D`) or Traccar's OwnTracks port, with basic auth when a password is set.
+/// `X-Limit-U`/`X-Limit-D`) or Traccar's OwnTracks port, with basic auth when the URL names a user and a password
+/// is set for it.
 ///
 /// One message at a time, in order. Only a real acknowledgement counts: a complete 2xx answer whose body is
 /// empty (Traccar) or a JSON array (the Recorder's list of friends, `[]`). A cut or unreadable answer, 5xx, 429,
-/// a timeout or a dropped connection is retried with backoff (full jitter); 401 and 403 stop the asking.
+/// a timeout or a dropped connection is retried with backoff (full jitter); after 401 or 403 the same message is
+/// tried again on `ShareRetry`'s slow schedule.
 package final class HTTPTransport: ShareTransport, @unchecked Sendable {
     package struct Settings: Sendable {
         package var destination: ShareDestination
@@ -20,6 +22,7 @@ package final class HTTPTransport: ShareTransport, @unchecked Sendable {
         package var timeout: Double = 15
         package var backoffMin = 1.0
         package var backoffMax = 120.0
+        package var rejectedRetry = ShareRetry.rejectedDefault
     }
 
     package let window = 1
@@ -60,7 +63,6 @@ package final class HTTPTransport: ShareTransport, @unchecked Sendable {
 
     package func submit(_ payload: [UInt8], token: Int) -> ShareSubmission {
         state.withLock { state in
-            guard state.connection != .rejected else { return .later }
             state.queue.append((payload, token))
             if state.worker == nil {
                 state.worker = Task { [weak self] in await self?.work() }
@@ -94,6 +96,7 @@ package final class HTTPTransport: ShareTransport, @unchecked Sendable {
 
     private func work() async {
         var attempt = 0
+        var refusals = 0
         while !Task.isCancelled {
             // Taken and, when there is nothing, the worker retired under one lock: a submit never finds a worker
             // that is on its way out.
@@ -106,6 +109,7 @@ package final class HTTPTransport: ShareTransport, @unchecked Sendable {
             switch await post(next.payload) {
             case .acknowledged:
                 attempt = 0
+                refusals = 0
                 state.withLock { state in
                     state.queue.removeFirst()
                     state.acknowledged.append(next.token)
@@ -125,10 +129,10 @@ package final class HTTPTransport: ShareTransport, @unchecked Sendable {
                 state.withLock { state in
                     state.connection = .rejected
                     state.error = reason
-                    state.queue = []
-                    state.worker = nil
                 }
-                return
+                refusals += 1
+                let delay = ShareRetry.afterRejection(first: settings.rejectedRetry, refusals: refusals)
+                try? await sleepOnEventLoop(for: .nanoseconds(UInt64(delay * 1e9)))
             }
         }
     }
@@ -141,8 +145,8 @@ package final class HTTPTransport: ShareTransport, @unchecked Sendable {
         let destination = settings.destination
         request.headers.add(name: "X-Limit-U", value: (destination.user ?? ShareDestination.defaultUser).lowercased())
         request.headers.add(name: "X-Limit-D", value: destination.device)
-        if let password = settings.password {
-            let credentials = Array(((destination.user ?? ShareDestination.defaultUser) + ":" + password).utf8)
+        if let user = destination.user, let password = settings.password {
+            let credentials = Array((user + ":" + password).utf8)
             request.headers.add(name: "Authorization", value: "Basic " + Data(credentials).base64EncodedString())
         }
         request.body = .bytes(ByteBuffer(bytes: payload))

@@ -3,9 +3,10 @@ import FoundationEssentials
 import Synchronization
 
 /// OwnTracks over MQTT through libmosquitto (CMosquittoShim): QoS 1, not retained, a last will marking the
-/// device offline. The client keeps an unacknowledged message (the window at most) and resends it after a
-/// reconnection, also on the new libmosquitto handle it makes after a hostile broker; that copy dies with the
-/// process, which is why the journal, not the client, is the queue.
+/// device offline; a refusal of the credentials is asked again on `ShareRetry`'s slow schedule. The client keeps
+/// an unacknowledged message (the window at most) and resends it after a reconnection, also on the new
+/// libmosquitto handle it makes after a hostile broker; that copy dies with the process, which is why the
+/// journal, not the client, is the queue.
 package final class MQTTTransport: ShareTransport, @unchecked Sendable {
     package struct Settings: Sendable {
         package var destination: ShareDestination
@@ -16,6 +17,7 @@ package final class MQTTTransport: ShareTransport, @unchecked Sendable {
         package var window = 10
         package var backoffMin = 1.0
         package var backoffMax = 120.0
+        package var rejectedRetry = ShareRetry.rejectedDefault
     }
 
     package let window: Int
@@ -31,8 +33,9 @@ package final class MQTTTransport: ShareTransport, @unchecked Sendable {
         var error = [CChar](repeating: 0, count: 200)
         let started: OpaquePointer? = destination.host.withCString { host in
             clientID.withCString { clientID in
-                withOptionalCString(destination.kind == .mqtt ? (destination.user ?? ShareDestination.defaultUser) : nil) { user in
-                    withOptionalCString(settings.password) { password in
+                // A URL without a user logs in anonymously: no user name, and no password.
+                withOptionalCString(destination.user) { user in
+                    withOptionalCString(destination.user == nil ? nil : settings.password) { password in
                         withOptionalCString(settings.caFile) { caFile in
                             destination.topic.withCString { topic in
                                 will.withCString { willPayload in
@@ -41,7 +44,8 @@ package final class MQTTTransport: ShareTransport, @unchecked Sendable {
                                         username: user, password: password, tls: destination.tls, ca_file: caFile,
                                         will_topic: topic, will_payload: willPayload,
                                         keepalive: Int32(settings.keepalive), max_inflight: Int32(settings.window),
-                                        backoff_min: settings.backoffMin, backoff_max: settings.backoffMax)
+                                        backoff_min: settings.backoffMin, backoff_max: settings.backoffMax,
+                                        rejected_retry: settings.rejectedRetry, rejected_retry_max: ShareRetry.rejectedMax)
                                     return cmqtt_start(&options, &error, error.count)
                                 }
                             }

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 import SystemIO
 
 /// A destination's durable position in the journals: every message of the walks before `walk`, and the first
@@ -25,12 +26,32 @@ public struct ShareCursor: Codable, Sendable, Equatable {
 
     package static let maxBytes = 64 << 10
 
-    public static func read(_ destination: ShareDestination, directory: String) -> ShareCursor? {
-        guard let bytes = try? FileIO.readRegular(destination.stateFileName, in: directory, maxBytes: maxBytes),
-            let cursor = try? JSONDecoder().decode(ShareCursor.self, from: Data(bytes)),
-            cursor.url == destination.url, cursor.acknowledged >= 0
-        else { return nil }
-        return cursor
+    /// What a destination's state file holds.
+    public enum Saved: Sendable, Equatable {
+        case position(ShareCursor)
+        /// No file: the destination is new.
+        case missing
+        /// A file that is no position fieldlog wrote for this destination, the reason in words.
+        case unusable(String)
+    }
+
+    public static func read(_ destination: ShareDestination, directory: String) -> Saved {
+        let bytes: [UInt8]
+        do {
+            bytes = try FileIO.readRegular(destination.stateFileName, in: directory, maxBytes: maxBytes)
+        } catch {
+            return error.number == ENOENT ? .missing : .unusable(error.reason)
+        }
+        guard let cursor = try? JSONDecoder().decode(ShareCursor.self, from: Data(bytes)) else {
+            return .unusable("not a position fieldlog wrote")
+        }
+        guard cursor.url == destination.url, cursor.device == destination.device else {
+            return .unusable("the position of another destination")
+        }
+        guard cursor.acknowledged >= 0, (cursor.lastTst ?? 0) >= 0, (cursor.lastWall ?? 0) >= 0 else {
+            return .unusable("a negative count or time")
+        }
+        return .position(cursor)
     }
 
     package func write(_ destination: ShareDestination, directory: String) throws(FileIOError) {

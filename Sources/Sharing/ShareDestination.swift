@@ -6,7 +6,7 @@ import Glibc
 ///     mqtt://[USER@]HOST[:PORT][/TOPIC]     mqtts://…  (TLS, verified)
 ///     https://[USER@]HOST[:PORT]/PATH       http://…   (loopback only)
 ///
-/// A URL never holds a password: it comes from a credential file.
+/// A URL never holds a password: it comes from a credential file, and only to a URL that names a user.
 public struct ShareDestination: Sendable, Hashable, CustomStringConvertible {
     public enum Kind: String, Sendable, Hashable {
         case mqtt, http
@@ -95,6 +95,14 @@ public struct ShareDestination: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { url }
+
+    /// A password goes only where it cannot be read on the way: over TLS, or on loopback. Plain http:// is
+    /// refused off loopback whatever the password; plain mqtt:// only with one.
+    public func requirePrivateLogin() throws(ShareError) {
+        guard tls || Self.isLoopback(host) else {
+            throw ShareError("--share \(url): a password goes only over \(kind == .mqtt ? "mqtts" : "https")://, never in clear to another host")
+        }
+    }
 
     /// The file name of this destination's durable position in the state directory.
     public var stateFileName: String {

@@ -19,6 +19,8 @@ package final class ShareEngine {
         package var cacheDirectory: String?
         /// A destination unreachable this long is an episode worth a journal event.
         package var unavailableAfter: Double = 60
+        /// The first wait before asking a destination that refused the credentials again (`ShareRetry`).
+        package var rejectedRetry: Double = ShareRetry.rejectedDefault
         /// The running recorder's pid, when sharing starts beside it: a destination set up now counts as set up
         /// when that recorder started, since what it journaled before this process was ready is to be sent.
         package var recorderPid: Int32? = nil
@@ -90,39 +92,87 @@ package final class ShareEngine {
         selector = ShareSelector(every: settings.every)
         tokens = Double(transport.window)
         lastRefill = Self.monotonic()
+        // A position that cannot be trusted gives way to a safe one, said once (in the log, and in the status
+        // while this process runs) and saved at once, so that the next start does not say it again.
+        var notice: String?
         if let onlyWalk {
             cursor = ShareCursor(url: destination.url, device: destination.device, walk: onlyWalk, acknowledged: 0)
-        } else if let saved = ShareCursor.read(destination, directory: store.directory) {
-            cursor = saved
         } else {
-            // Set up now: what the journals hold already is not sent (`fieldlog share --walk` sends it).
-            let latest = (try? store.walkIDs())?.last
-            cursor = ShareCursor(
-                url: destination.url, device: destination.device, walk: latest,
-                acknowledged: latest.map {
-                    Self.messageCount(walk: $0, store: store, every: settings.every, untilSessionOf: settings.recorderPid)
-                } ?? 0)
-            do {
-                try cursor.write(destination, directory: store.directory)
-            } catch {
-                logger.warning("sharing \(destination.url): cannot save its position: \(error)")
+            var problem: String?
+            let saved = ShareCursor.read(destination, directory: store.directory)
+            switch saved {
+            case let .position(position):
+                cursor = position
+                problem = Self.outsideTheJournals(position, store: store, every: settings.every)
+                    .map { "its position points outside the journals (\($0))" }
+            case .missing:
+                // Set up now: what the journals hold already is not sent (`fieldlog share --walk` sends it).
+                let latest = (try? store.walkIDs())?.last
+                cursor = ShareCursor(
+                    url: destination.url, device: destination.device, walk: latest,
+                    acknowledged: latest.map {
+                        Self.messageCount(walk: $0, store: store, every: settings.every, untilSessionOf: settings.recorderPid)
+                    } ?? 0)
+            case let .unusable(reason):
+                cursor = ShareCursor(url: destination.url, device: destination.device, acknowledged: 0)
+                problem = "its position file \(destination.stateFileName) is unusable (\(reason))"
+            }
+            if let problem {
+                // The start of the latest walk: what is being recorded goes out whole; older walks are not sent
+                // again (`fieldlog share --walk` does that).
+                let latest = (try? store.walkIDs())?.last
+                cursor = ShareCursor(url: destination.url, device: destination.device, walk: latest, acknowledged: 0)
+                let told = problem + "; sending from the start of " + (latest.map { "walk \($0)" } ?? "the next walk")
+                logger.warning("sharing \(destination.url): \(told)")
+                notice = told
+            }
+            if problem != nil || saved == .missing {
+                do {
+                    try cursor.write(destination, directory: store.directory)
+                } catch {
+                    logger.warning("sharing \(destination.url): cannot save its position: \(error)")
+                }
             }
         }
         status = ShareStatus(
             destination: destination.url, connection: .connecting, waiting: 0, lastTst: cursor.lastTst,
-            lastWall: cursor.lastWall, error: nil)
+            lastWall: cursor.lastWall, error: nil, notice: notice)
         walk = cursor.walk
         skip = cursor.acknowledged
     }
 
     package var currentStatus: ShareStatus { status }
 
+    /// Something to fix that does not stop this destination, shown with its status while this process runs.
+    package func addNotice(_ text: String) {
+        status.notice = status.notice.map { $0 + "; " + text } ?? text
+    }
+
     /// How many messages a walk's journal gives so far (without what its end would still release).
     /// The messages walk `walk` holds, or, with `pid`, those it held when the recorder of that pid started its session.
     package static func messageCount(walk: String, store: JournalStore, every: Double, untilSessionOf pid: Int32? = nil) -> Int {
+        count(walk: walk, store: store, every: every, untilSessionOf: pid, withEnd: false) ?? 0
+    }
+
+    /// Why `cursor` points outside the journals, or nil when it points into them. A walk since deleted is in:
+    /// reading goes on with the next one. A journal that cannot be read is taken on trust.
+    package static func outsideTheJournals(_ cursor: ShareCursor, store: JournalStore, every: Double) -> String? {
+        guard let walk = cursor.walk else { return nil }
+        let ids = (try? store.walkIDs()) ?? []
+        guard ids.contains(walk) else {
+            return ids.last.map { walk < $0 } ?? false ? nil : "walk \(walk) is after every journal"
+        }
+        // Its end may release a message more (the last fix of a segment) than its lines so far.
+        guard let most = count(walk: walk, store: store, every: every, untilSessionOf: nil, withEnd: true),
+            cursor.acknowledged > most
+        else { return nil }
+        return "\(cursor.acknowledged) messages of walk \(walk) acknowledged, which has \(most)"
+    }
+
+    private static func count(walk: String, store: JournalStore, every: Double, untilSessionOf pid: Int32?, withEnd: Bool) -> Int? {
         guard let bytes = try? FileIO.readRegular(
             JournalStore.prefix + walk + JournalStore.suffix, in: store.directory, maxBytes: JournalStore.maxJournalBytes)
-        else { return 0 }
+        else { return nil }
         var selector = ShareSelector(every: every)
         var count = 0
         var reached = false
@@ -131,6 +181,7 @@ package final class ShareEngine {
             if case let .event(event) = record, event.kind == .sessionStart, marker != nil, event.message == marker { reached = true }
             if !reached { count += selector.feed(record).count }
         }
+        if withEnd && !selector.ended { count += selector.finish().count }
         return count
     }
 
@@ -381,20 +432,29 @@ package final class ShareEngine {
         status.error = poll.error
         switch poll.connection {
         case .connected:
-            if toldUnavailable {
+            if toldRejected {
+                logger.notice("sharing \(destination.url): the credentials are accepted again")
+            } else if toldUnavailable {
                 logger.notice("sharing \(destination.url): reachable again; \(pending.count - pendingHead + inflight.count) messages waiting")
             } else if previous != .connected {
                 logger.info("sharing \(destination.url): connected")
             }
             disconnectedSince = nil
             toldUnavailable = false
+            toldRejected = false
         case .rejected:
+            // Said once an episode: the transport asks again on its slow schedule until the credentials pass.
             guard !toldRejected else { return }
             toldRejected = true
             let reason = poll.error ?? "credentials refused"
-            logger.error("sharing \(destination.url): \(reason); not asking again until fieldlog restarts (check --share-password-file)")
+            logger.error(
+                "sharing \(destination.url): \(reason); asking again in \(ShareRetry.describe(settings.rejectedRetry)), then less and less often, up to every \(ShareRetry.describe(ShareRetry.rejectedMax)) (check its password)")
             onEvent(.shareRejected, "\(destination.url): \(reason)")
+        case .unusable:
+            break
         case .connecting, .disconnected:
+            // Between two refusals the transport reconnects: that is no outage.
+            if toldRejected { return }
             if previous == .connected {
                 logger.info("sharing \(destination.url): disconnected (\(poll.error ?? "connection lost")); the journal keeps what is waiting")
             }

@@ -12,9 +12,8 @@ import WalkModel
 /// journals, and their network work runs on libmosquitto's thread or AsyncHTTPClient's event loop.
 public final class ShareService: Service, Sendable {
     public struct Settings: Sendable {
-        public var destinations: [ShareDestination]
-        /// The password for every destination (`--share-password-file`), nil for none.
-        public var password: String?
+        /// Each `--share` destination, ready with its own password or unusable.
+        public var targets: [ShareTarget]
         public var caFile: String?
         public var tid: String
         /// Seconds of GPS time between shared fixes at most (`--share-every`).
@@ -25,15 +24,15 @@ public final class ShareService: Service, Sendable {
         public var keepalive = 60
         public var backoffMax = 120.0
         public var unavailableAfter = 60.0
+        /// The first wait before asking a destination that refused the credentials again (`ShareRetry`).
+        public var rejectedRetry = ShareRetry.rejectedDefault
         /// The recorder this process shares beside (see `ShareEngine.Settings.recorderPid`).
         public var recorderPid: Int32?
 
         public init(
-            destinations: [ShareDestination], password: String?, caFile: String?, tid: String, every: Double,
-            rate: Double, cacheDirectory: String?
+            targets: [ShareTarget], caFile: String?, tid: String, every: Double, rate: Double, cacheDirectory: String?
         ) {
-            self.destinations = destinations
-            self.password = password
+            self.targets = targets
             self.caFile = caFile
             self.tid = tid
             self.every = every
@@ -58,7 +57,7 @@ public final class ShareService: Service, Sendable {
         self.logger = logger
         self.onEvent = onEvent
         current.withLock { statuses in
-            statuses = settings.destinations.map {
+            statuses = settings.targets.map {
                 ShareStatus(destination: $0.url, connection: .connecting, waiting: 0, lastTst: nil, lastWall: nil, error: nil)
             }
         }
@@ -70,53 +69,91 @@ public final class ShareService: Service, Sendable {
     }
 
     public func run() async throws {
-        let engines = makeEngines()
+        let (engines, unusable) = makeEngines()
         // Shutdown ends the loop (and its sleep) at once; then what was journaled is given `drainSeconds` to be
         // acknowledged, and what is not stays in the journal for the next run.
-        await serve(engines)
-        await drain(engines)
+        await serve(engines, unusable: unusable)
+        await drain(engines, unusable: unusable)
     }
 
     /// Seconds a stopping sharing process waits for what was journaled to be acknowledged (`run --once` and
     /// SIGTERM alike): within the 10 s its supervisor, or its unit, gives it to stop.
     package static let drainSeconds = 5.0
 
-    private func makeEngines() -> [ShareEngine] {
+    /// An engine for each destination that can be set up, and the status of each that cannot: it is reported
+    /// (log, status, page) and left out, and the others go on.
+    private func makeEngines() -> (engines: [ShareEngine], unusable: [Unusable]) {
         var engines: [ShareEngine] = []
-        for destination in settings.destinations {
-            do {
-                let transport = try Self.transport(for: destination, settings: settings)
-                engines.append(
-                    ShareEngine(
-                        destination: destination, transport: transport, store: store,
-                        settings: .init(
-                            every: settings.every, rate: settings.rate, tid: settings.tid,
-                            cacheDirectory: settings.cacheDirectory, unavailableAfter: settings.unavailableAfter,
-                            recorderPid: settings.recorderPid),
-                        logger: logger, onEvent: onEvent))
+        var unusable: [Unusable] = []
+        func leaveOut(_ url: String, _ reason: String) {
+            logger.error("sharing \(url): not set up: \(reason); the walk is recorded all the same")
+            unusable.append(
+                Unusable(
+                    position: engines.count + unusable.count,
+                    status: ShareStatus(destination: url, connection: .unusable, waiting: 0, lastTst: nil, lastWall: nil, error: reason)))
+        }
+        for target in settings.targets {
+            switch target {
+            case let .unusable(url, reason):
+                leaveOut(url, reason)
+            case let .ready(destination, password, warning):
+                let transport: any ShareTransport
+                do {
+                    transport = try Self.transport(for: destination, password: password, settings: settings)
+                } catch {
+                    leaveOut(destination.url, error.message)
+                    continue
+                }
+                let engine = ShareEngine(
+                    destination: destination, transport: transport, store: store,
+                    settings: .init(
+                        every: settings.every, rate: settings.rate, tid: settings.tid,
+                        cacheDirectory: settings.cacheDirectory, unavailableAfter: settings.unavailableAfter,
+                        rejectedRetry: settings.rejectedRetry, recorderPid: settings.recorderPid),
+                    logger: logger, onEvent: onEvent)
+                if let warning {
+                    logger.warning("sharing \(destination.url): \(warning)")
+                    engine.addNotice(warning)
+                }
+                engines.append(engine)
                 logger.info("sharing the walk with \(destination.url) (topic \(destination.topic))")
-            } catch {
-                // A destination that cannot be set up is told of; the others and the walk go on.
-                logger.error("sharing: \(error)")
             }
         }
-        return engines
+        return (engines, unusable)
     }
 
-    package static func transport(for destination: ShareDestination, settings: Settings) throws(ShareError) -> any ShareTransport {
+    /// A destination left out, and its place among the `--share` destinations.
+    private struct Unusable {
+        var position: Int
+        var status: ShareStatus
+    }
+
+    /// The engines' statuses with the unusable ones in their places: in the order of `--share`, which the live
+    /// page numbers them by.
+    private func statuses(_ engines: [ShareEngine], _ unusable: [Unusable]) -> [ShareStatus] {
+        var statuses = engines.map(\.currentStatus)
+        for left in unusable { statuses.insert(left.status, at: left.position) }
+        return statuses
+    }
+
+    package static func transport(for destination: ShareDestination, password: String?, settings: Settings) throws(ShareError)
+        -> any ShareTransport
+    {
         switch destination.kind {
         case .mqtt:
             return try MQTTTransport(
                 .init(
-                    destination: destination, password: settings.password, caFile: settings.caFile, tid: settings.tid,
-                    keepalive: settings.keepalive, backoffMax: settings.backoffMax))
+                    destination: destination, password: password, caFile: settings.caFile, tid: settings.tid,
+                    keepalive: settings.keepalive, backoffMax: settings.backoffMax, rejectedRetry: settings.rejectedRetry))
         case .http:
             return try HTTPTransport(
-                .init(destination: destination, password: settings.password, caFile: settings.caFile, backoffMax: settings.backoffMax))
+                .init(
+                    destination: destination, password: password, caFile: settings.caFile, backoffMax: settings.backoffMax,
+                    rejectedRetry: settings.rejectedRetry))
         }
     }
 
-    private func serve(_ engines: [ShareEngine]) async {
+    private func serve(_ engines: [ShareEngine], unusable: [Unusable]) async {
         var written: [ShareStatus]?
         var lastWrite = 0.0
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
@@ -124,7 +161,7 @@ public final class ShareService: Service, Sendable {
             for engine in engines {
                 busy = engine.turn() || busy
             }
-            let statuses = engines.map(\.currentStatus)
+            let statuses = statuses(engines, unusable)
             current.withLock { $0 = statuses }
             let now = ShareEngine.monotonic()
             // At once when a connection changes, else at most every 2 s while messages come and go.
@@ -154,7 +191,7 @@ public final class ShareService: Service, Sendable {
 
     /// Turns the engines of connected destinations until everything journaled is acknowledged or `drainSeconds`
     /// have passed, then stops them and says what waits for the next run.
-    private func drain(_ engines: [ShareEngine]) async {
+    private func drain(_ engines: [ShareEngine], unusable: [Unusable]) async {
         let deadline = ShareEngine.monotonic() + Self.drainSeconds
         // A turn first, whatever the last one found: the recorder's last records (its session end, which
         // releases the walk's last fix) were written after it.
@@ -178,8 +215,8 @@ public final class ShareService: Service, Sendable {
             }
         }
         // The last word of a sharing process that stops: nothing is connected any more.
-        var statuses = engines.map(\.currentStatus)
-        for index in statuses.indices { statuses[index].connection = .disconnected }
+        var statuses = statuses(engines, unusable)
+        for index in statuses.indices where statuses[index].connection != .unusable { statuses[index].connection = .disconnected }
         current.withLock { $0 = statuses }
         ShareStatusFile.write(statuses, directory: store.directory)
     }
@@ -195,10 +232,10 @@ public enum ShareOnce {
 
     /// Sends every message of walk `id` and waits for their acknowledgements, at most `timeout` seconds without progress.
     public static func send(
-        walk id: String, to destination: ShareDestination, settings: ShareService.Settings, store: JournalStore,
-        logger: Logger, timeout: Double = 60
+        walk id: String, to destination: ShareDestination, password: String?, settings: ShareService.Settings,
+        store: JournalStore, logger: Logger, timeout: Double = 60
     ) async throws(ShareError) -> Outcome {
-        let transport = try ShareService.transport(for: destination, settings: settings)
+        let transport = try ShareService.transport(for: destination, password: password, settings: settings)
         let engine = ShareEngine(
             destination: destination, transport: transport, store: store,
             settings: .init(every: settings.every, rate: settings.rate, tid: settings.tid, cacheDirectory: settings.cacheDirectory),

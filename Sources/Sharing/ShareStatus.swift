@@ -16,9 +16,12 @@ public struct ShareStatus: Codable, Sendable, Equatable {
     public var lastWall: Double?
     /// The latest failure in words (never a password).
     public var error: String?
+    /// Something about this destination to fix or to know, said whatever the connection (a password file
+    /// every user may read, a position file that could not be used).
+    public var notice: String?
 
     package enum CodingKeys: String, CodingKey {
-        case destination, connection, waiting, unread, error
+        case destination, connection, waiting, unread, error, notice
         case lastTst = "last_tst"
         case lastWall = "last_wall"
     }
@@ -76,6 +79,7 @@ extension ShareStatusFile {
                 line += ", nothing acknowledged yet"
             }
             if let error = share.error, share.connection != .connected { line += ": \(error)" }
+            if let notice = share.notice { line += "; \(notice)" }
             return line + "\n"
         }
     }

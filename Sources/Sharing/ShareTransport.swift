@@ -1,8 +1,10 @@
 /// The connection to one destination, as the sharing engine sees it.
 public enum ShareConnection: String, Sendable, Codable {
     case connecting, connected, disconnected
-    /// The destination refused the credentials: fieldlog stopped asking until it is restarted.
+    /// The destination refused the credentials: asked again on a slow schedule (`ShareRetry`).
     case rejected
+    /// It could not be set up (a bad URL, a password file that cannot be used): nothing is sent to it.
+    case unusable
 }
 
 /// What a transport has to tell since the last poll.
@@ -18,7 +20,7 @@ package enum ShareSubmission: Sendable {
     case accepted
     /// It can never be delivered (too large for the destination): skipped.
     case refused
-    /// Not taken now (no memory, a rejected destination): offered again later.
+    /// Not taken now (no memory, the window full): offered again later.
     case later
 }
 

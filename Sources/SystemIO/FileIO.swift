@@ -90,13 +90,30 @@ public enum FileIO {
     public static func readRegular(_ name: String, in directory: String, maxBytes: Int) throws(FileIOError) -> [UInt8] {
         let (descriptor, size) = try openRegular(name, in: directory, maxBytes: maxBytes)
         defer { close(descriptor) }
+        return try readToEnd(descriptor, size: size, maxBytes: maxBytes, path: directory + "/" + name)
+    }
+
+    /// A secret kept in a file (a password): `path` read as `readRegular` reads a file, and whether every user
+    /// of the machine may read it too (its mode gives others read permission).
+    public static func readSecret(_ path: String, maxBytes: Int) throws(FileIOError) -> (bytes: [UInt8], readableByAll: Bool) {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let (descriptor, size) = try openRegular(name, in: directory, maxBytes: maxBytes)
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw FileIOError(.read, path: path, number: errno) }
+        return (try readToEnd(descriptor, size: size, maxBytes: maxBytes, path: path), status.st_mode & S_IROTH != 0)
+    }
+
+    private static func readToEnd(_ descriptor: Int32, size: Int, maxBytes: Int, path: String) throws(FileIOError) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: min(maxBytes, size + (1 << 16)))
         var filled = 0
         while filled < bytes.count {
             let got = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + filled, $0.count - filled) }
             if got < 0 && errno == EINTR { continue }
             if got < 0 {
-                throw FileIOError(.read, path: directory + "/" + name, number: errno)
+                throw FileIOError(.read, path: path, number: errno)
             }
             if got == 0 { break }
             filled += got

@@ -49,6 +49,8 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
     func validate() throws {
         do {
             try settings.validate()
+            // A bad --share URL never stops the recording (sharing reports it and leaves it out); the check says it.
+            if checkConfig { try settings.sharing.validateDestinations() }
         } catch {
             throw ValidationError(error.message)
         }

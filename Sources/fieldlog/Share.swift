@@ -39,6 +39,7 @@ struct Share: AsyncParsableCommand, ConfiguredCommand {
     func validate() throws {
         do {
             try sharing.settings.validate()
+            try sharing.settings.validateDestinations()
         } catch {
             throw ValidationError(error.message)
         }
@@ -59,28 +60,34 @@ struct Share: AsyncParsableCommand, ConfiguredCommand {
         }
         let store = JournalStore(directory: stateDirectory.path)
         let id: String
-        let settings: ShareService.Settings
         do {
             id = try store.resolve(walk)
-            settings = try sharing.settings.serviceSettings(
-                cacheDirectory: cacheDir, environment: ProcessInfo.processInfo.environment)
         } catch {
             throw CleanExit.failure("fieldlog: \(error)")
         }
+        let settings = sharing.settings.serviceSettings(cacheDirectory: cacheDir, environment: ProcessInfo.processInfo.environment)
         var complete = true
-        for destination in settings.destinations {
-            do {
-                let outcome = try await ShareOnce.send(
-                    walk: id, to: destination, settings: settings, store: store, logger: logger, timeout: timeout)
-                var line = "walk \(id) to \(destination.url): \(outcome.acknowledged) of \(outcome.sent) messages acknowledged"
-                if outcome.acknowledged < outcome.sent {
-                    complete = false
-                    line += " (\(outcome.status.connection.rawValue)\(outcome.status.error.map { ": " + $0 } ?? ""))"
-                }
-                try writeStandardOutput(line + "\n")
-            } catch let error as ShareError {
+        for target in settings.targets {
+            switch target {
+            case let .unusable(url, reason):
                 complete = false
-                writeStandardError("fieldlog: \(error)\n")
+                writeStandardError("fieldlog: \(url): \(reason)\n")
+            case let .ready(destination, password, warning):
+                if let warning { writeStandardError("fieldlog: \(destination.url): \(warning)\n") }
+                do {
+                    let outcome = try await ShareOnce.send(
+                        walk: id, to: destination, password: password, settings: settings, store: store, logger: logger,
+                        timeout: timeout)
+                    var line = "walk \(id) to \(destination.url): \(outcome.acknowledged) of \(outcome.sent) messages acknowledged"
+                    if outcome.acknowledged < outcome.sent {
+                        complete = false
+                        line += " (\(outcome.status.connection.rawValue)\(outcome.status.error.map { ": " + $0 } ?? ""))"
+                    }
+                    try writeStandardOutput(line + "\n")
+                } catch let error as ShareError {
+                    complete = false
+                    writeStandardError("fieldlog: \(error)\n")
+                }
             }
         }
         if !complete { throw ExitCode.failure }

@@ -7,7 +7,7 @@ import WalkJournal
 /// `--share http://…/pub` against a stand-in for the OwnTracks Recorder's HTTP mode on loopback: the request it
 /// documents (POST, `?u=&d=`, `X-Limit-U`/`X-Limit-D`, `topic` and `tid` in the body, basic auth), and faults:
 /// 5xx, slow answers, answers cut short or not from OwnTracks (no acknowledgement: the position must not move),
-/// and 401 (the asking stops).
+/// and 401 (said once, asked again only slowly).
 @Suite(.serialized, .timeLimit(.minutes(3)), .enabled(if: Harness.gpsfakeAvailable))
 final class SharingHTTPTests {
     let directory = Harness.temporaryDirectory()
@@ -85,7 +85,8 @@ final class SharingHTTPTests {
         #expect(!outcome.stderr.contains(Self.password))
     }
 
-    @Test func aRefusedPasswordStopsTheAskingOnce() async throws {
+    /// Said once; the next attempt is a minute away (`SharingCredentialsTests` sees it come).
+    @Test func aRefusedPasswordIsSaidOnceAndNotAskedAgainAtOnce() async throws {
         let server = FakeRecorder(user: "walker", password: "another")
         defer { server.stop() }
         let capture = try SharingHarness.walkCapture(seconds: 300, in: directory)

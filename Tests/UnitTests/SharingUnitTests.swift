@@ -104,11 +104,49 @@ struct SharingUnitTests {
         let directory = Harness.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let destination = try ShareDestination(url: "mqtt://walker@broker/", device: "pi")
-        #expect(ShareCursor.read(destination, directory: directory) == nil)
+        #expect(ShareCursor.read(destination, directory: directory) == .missing)
         let cursor = ShareCursor(url: destination.url, device: "pi", walk: "20240518T080001Z", acknowledged: 42, lastTst: 1_700_000_000, lastWall: 5)
         try cursor.write(destination, directory: directory)
-        #expect(ShareCursor.read(destination, directory: directory) == cursor)
+        #expect(ShareCursor.read(destination, directory: directory) == .position(cursor))
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".tmp") }
         #expect(leftovers.isEmpty)
+    }
+
+    /// A state file that is no position fieldlog wrote is told apart from none at all (a new destination).
+    @Test func anUnusablePositionIsNotTakenForNone() throws {
+        let directory = Harness.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let destination = try ShareDestination(url: "mqtt://walker@broker/", device: "pi")
+        let path = directory + "/" + destination.stateFileName
+        func reason() -> String? {
+            if case let .unusable(reason) = ShareCursor.read(destination, directory: directory) { return reason }
+            return nil
+        }
+        let contents = [
+            "{\"url\":\"mqtt://walker@broker/\",\"device\":\"pi\",\"walk\":\"w\",\"acknow",
+            "{\"url\":\"mqtt://walker@broker/\",\"device\":\"pi\",\"walk\":\"w\",\"acknowledged\":-5}",
+            "{\"url\":\"mqtt://other@broker/\",\"device\":\"pi\",\"walk\":\"w\",\"acknowledged\":5}",
+        ]
+        for text in contents {
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            #expect(reason() != nil, "\(text)")
+        }
+        try FileManager.default.removeItem(atPath: path)
+        try FileManager.default.createSymbolicLink(atPath: path, withDestinationPath: "/etc/hostname")
+        #expect(reason() == "a symbolic link")
+        try FileManager.default.removeItem(atPath: path)
+        #expect(mkfifo(path, 0o600) == 0)
+        #expect(reason() == "not a regular file")
+        try FileManager.default.removeItem(atPath: path)
+        #expect(FileManager.default.createFile(atPath: path, contents: nil))
+        #expect(truncate(path, 1 << 30) == 0)
+        #expect(reason()?.hasSuffix("more than the 65536 it may hold") == true)
+    }
+
+    @Test func aRejectedDestinationIsAskedAgainEverLessOften() {
+        let waits = (1...8).map { ShareRetry.afterRejection(first: 60, refusals: $0) }
+        #expect(waits == [60, 120, 240, 480, 960, 1800, 1800, 1800])
+        #expect(ShareRetry.afterRejection(first: 1, refusals: 1) == 1)
+        #expect(ShareRetry.describe(60) == "60 s" && ShareRetry.describe(1800) == "30 min")
     }
 }

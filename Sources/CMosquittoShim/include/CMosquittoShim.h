@@ -25,13 +25,15 @@ typedef struct {
     int max_inflight;          // QoS 1 messages awaiting PUBACK at most
     double backoff_min;        // seconds: reconnections wait a random time in [0, min(max, min * 2^n)]
     double backoff_max;
+    double rejected_retry;     // seconds: after the broker refused the credentials, asked again after this,
+    double rejected_retry_max; // then twice as long each time up to this
 } cmqtt_options;
 
 enum {
     CMQTT_DISCONNECTED = 0,  // waiting to try again
     CMQTT_CONNECTING = 1,
     CMQTT_CONNECTED = 2,     // CONNACK accepted
-    CMQTT_REJECTED = 3,      // the broker refused the credentials or the client id: the shim stopped asking
+    CMQTT_REJECTED = 3,      // the broker refused the credentials or the client id: asked again on the slow schedule
 };
 
 enum {
