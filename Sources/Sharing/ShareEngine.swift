@@ -258,7 +258,8 @@ package final class ShareEngine {
         }
         guard let walk else { return false }
         let lines = readLines(of: walk)
-        readToEnd = lines.isEmpty && !chunkWasFull && partial.isEmpty
+        // A chunk short of full reached the end of what is written (a torn last line is not the end).
+        readToEnd = !chunkWasFull && partial.isEmpty
         var produced = false
         for line in lines {
             produced = true
