@@ -50,6 +50,7 @@ struct cmqtt_client {
     char error[CMQTT_TEXT_CAPACITY];
     char tls_error[CMQTT_TEXT_CAPACITY];  // the latest error libmosquitto logged (OpenSSL's reasons)
     int unwanted_qos;                     // QoS of a PUBLISH the broker sent, -1 when none
+    bool answered;                        // a CONNACK came on the current connection
     int *acks;                            // libmosquitto's ids acknowledged (PUBACK), at most max_inflight
     int ack_count;
     // Set at start:
@@ -94,6 +95,7 @@ static void on_connect(struct mosquitto *mosq, void *object, int code) {
     (void)mosq;
     struct cmqtt_client *client = object;
     pthread_mutex_lock(&client->lock);
+    client->answered = true;
     if (code == 0) {
         client->state = CMQTT_CONNECTED;
         client->connections += 1;
@@ -143,7 +145,14 @@ static void on_log(struct mosquitto *mosq, void *object, int level, const char *
             client->unwanted_qos = sscanf(publish, " received PUBLISH (d%d, q%d", &dup, &qos) == 2 ? qos : 0;
         }
     } else {
+        // One line for the log and the status: libmosquitto's own lines may end in a newline.
         snprintf(client->tls_error, sizeof client->tls_error, "%s", text);
+        for (char *c = client->tls_error; *c; c++) {
+            if ((unsigned char)*c < 0x20) *c = ' ';
+        }
+        for (size_t end = strlen(client->tls_error); end > 0 && client->tls_error[end - 1] == ' '; end--) {
+            client->tls_error[end - 1] = 0;
+        }
     }
     pthread_mutex_unlock(&client->lock);
 }
@@ -160,7 +169,13 @@ static void note_failure(struct cmqtt_client *client, int code, int saved_errno)
     client->state = CMQTT_DISCONNECTED;
     switch (code) {
     case MOSQ_ERR_ERRNO:
-        snprintf(text, sizeof text, "%s", strerror(saved_errno));
+        if (saved_errno == ECONNREFUSED) {
+            snprintf(text, sizeof text, "connection refused (nothing listens on port %d)", client->port);
+        } else if (saved_errno == ETIMEDOUT) {
+            snprintf(text, sizeof text, "no answer to the connection (timed out)");
+        } else {
+            snprintf(text, sizeof text, "%s", strerror(saved_errno));
+        }
         break;
     case MOSQ_ERR_TLS:
     case MOSQ_ERR_TLS_HANDSHAKE:
@@ -173,12 +188,29 @@ static void note_failure(struct cmqtt_client *client, int code, int saved_errno)
         // on_connect has said why.
         text[0] = 0;
         break;
+    case MOSQ_ERR_KEEPALIVE:
+        snprintf(text, sizeof text, "no answer from the broker within %d s", client->keepalive + client->keepalive / 2);
+        break;
+    case MOSQ_ERR_CONN_LOST:
+        snprintf(text, sizeof text, client->answered ? "connection lost"
+                                                     : "the broker closed the connection without an MQTT answer (is it "
+                                                       "a TLS port, or no broker?)");
+        break;
+    case MOSQ_ERR_PROTOCOL:
+        snprintf(text, sizeof text, "the broker's answer is not MQTT");
+        break;
     default:
-        snprintf(text, sizeof text, "%s", mosquitto_strerror(code));
+        // libmosquitto 2.0.11 says "Unknown error." for several codes: the number says which.
+        snprintf(text, sizeof text, "%s (libmosquitto error %d)", mosquitto_strerror(code), code);
     }
-    // A TLS failure often shows as a lost connection: libmosquitto's log line says more.
+    // A failure often shows as a lost connection or a protocol error: libmosquitto's log line says more. Over
+    // TLS it is OpenSSL's reason; over plain MQTT, what it could not read (a TLS port, or not a broker at all).
     if (client->tls_error[0] && (code == MOSQ_ERR_CONN_LOST || code == MOSQ_ERR_PROTOCOL)) {
-        snprintf(text, sizeof text, "TLS failed: %s", client->tls_error);
+        if (client->tls) {
+            snprintf(text, sizeof text, "TLS failed: %s", client->tls_error);
+        } else {
+            snprintf(text, sizeof text, "the broker's answer is not MQTT (is it a TLS port? libmosquitto: %s)", client->tls_error);
+        }
     }
     if (text[0]) set_error(client, text);
     client->tls_error[0] = 0;
@@ -364,6 +396,7 @@ static void *network_thread(void *argument) {
         if (!connected_socket) {
             pthread_mutex_lock(&client->lock);
             client->state = CMQTT_CONNECTING;
+            client->answered = false;
             pthread_mutex_unlock(&client->lock);
             // Non-blocking connect: the loop below completes it; messages queued before resend after CONNACK.
             errno = 0;

@@ -17,6 +17,9 @@ package final class FakeRecorder: @unchecked Sendable {
         case notOwnTracks
         /// 403 to the next request, as a proxy or an authentication backend that blinked would; then none.
         case forbiddenOnce
+        /// Stores the message and answers as the Recorder does for a user with an encryption key: the friends'
+        /// array encrypted, in an object (http.c, `_type: encrypted`).
+        case encryptedAnswer
     }
 
     package struct Request {
@@ -139,6 +142,9 @@ package final class FakeRecorder: @unchecked Sendable {
                 return
             case .notOwnTracks:
                 respond(fd, "200 OK", body: "<html></html>", type: "text/html")
+            case .encryptedAnswer:
+                state.withLock { $0.stored.append(request) }
+                respond(fd, "200 OK", body: #"{"_type":"encrypted","data":"bm9uY2UrY2lwaGVydGV4dA=="}"#)
             }
         }
     }

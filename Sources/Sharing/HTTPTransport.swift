@@ -163,7 +163,7 @@ package final class HTTPTransport: ShareTransport, @unchecked Sendable {
                     case 200...299:
                         let bytes = Array(body.readableBytesView)
                         return Self.isAcknowledgement(bytes)
-                            ? .acknowledged : .retry("HTTP \(code) without an OwnTracks answer (not a JSON array)")
+                            ? .acknowledged : .retry("HTTP \(code) without an OwnTracks answer (neither a JSON array nor an encrypted one)")
                     case 401, 403:
                         return .rejected("the server refused the credentials (HTTP \(code))")
                     default:
@@ -185,12 +185,25 @@ package final class HTTPTransport: ShareTransport, @unchecked Sendable {
         }
     }
 
-    /// Traccar answers an empty 200; the Recorder a JSON array (friends' cards and locations, often `[]`).
+    /// Traccar answers an empty 200; the Recorder a JSON array (friends' cards and locations, often `[]`), or, for a
+    /// user with an encryption key, that array encrypted in an object `{"_type":"encrypted","data":…}`.
     package static func isAcknowledgement(_ body: [UInt8]) -> Bool {
         let trimmed = body.drop { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
         guard let first = trimmed.first else { return true }
+        if first == UInt8(ascii: "{") {
+            return (try? JSONDecoder().decode(EncryptedAnswer.self, from: Data(trimmed)))?.type == "encrypted"
+        }
         guard first == UInt8(ascii: "[") else { return false }
         return (try? JSONSerializationLite.isArray(Array(trimmed))) ?? false
+    }
+
+    private struct EncryptedAnswer: Decodable {
+        var type: String
+        var data: String
+        enum CodingKeys: String, CodingKey {
+            case type = "_type"
+            case data
+        }
     }
 
     private static func describe(_ error: any Error) -> String {
