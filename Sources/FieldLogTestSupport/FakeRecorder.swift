@@ -50,6 +50,14 @@ package final class FakeRecorder: @unchecked Sendable {
 
     /// Messages stored (answered with a real acknowledgement).
     package var stored: [Request] { state.withLock { $0.stored } }
+    /// What the real Recorder serves of what it stored: it reads its `.rec` files in 32 KiB lines (the time, a tab,
+    /// the topic's column, a tab, the payload with its `"_http":true`, a newline); a longer one is never served.
+    package var served: [Request] { stored.filter { Self.recorderLineBytes($0.body) <= 32 << 10 } }
+
+    package static func recorderLineBytes(_ body: Data) -> Int {
+        "2026-05-18T09:47:47Z\t*                 \t".utf8.count + body.count + #","_http":true"#.utf8.count + 1
+    }
+
     /// Requests seen, answered or not.
     package var seen: Int { state.withLock { $0.seen } }
     /// Every `Authorization` header received, decoded from base64 (`user:password`), or as sent if it is not Basic.

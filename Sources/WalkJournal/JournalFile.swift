@@ -75,6 +75,15 @@ public final class JournalFile {
         length = end >= length + off_t(bytes.count) ? end : length + off_t(bytes.count)
     }
 
+    /// Runs `body` holding an exclusive `flock` on the file: taken by a writer from another process around its
+    /// append (`fieldlog star`) and by the recorder around reading and cutting back its unsynced tail. The
+    /// recorder's own appends take no lock (O_APPEND keeps lines whole), so a held lock never stops recording.
+    package func withExclusiveLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        while flock(descriptor, LOCK_EX) != 0 && errno == EINTR {}
+        defer { _ = flock(descriptor, LOCK_UN) }
+        return try body()
+    }
+
     /// Forces everything appended so far to the storage device.
     public func sync() throws(JournalError) {
         guard fsync(descriptor) == 0 else { throw JournalError(.cannotWrite, path: path, errno: errno) }
@@ -94,6 +103,11 @@ public final class JournalFile {
     /// appended meanwhile (`fieldlog star`), for the caller to write again too: cutting the file back must
     /// not take them with it. Best effort: a failure here is caught by `cutToLength` before the next write.
     package func dropUnsynced(own: [[UInt8]]) -> [[UInt8]] {
+        // Read and cut under the lock `fieldlog star` appends under: a star appended in between would go unseen.
+        withExclusiveLock { () -> [[UInt8]] in dropUnsyncedLocked(own: own) }
+    }
+
+    private func dropUnsyncedLocked(own: [[UInt8]]) -> [[UInt8]] {
         var others: [[UInt8]] = []
         let end = lseek(descriptor, 0, SEEK_END)
         if end > syncedLength {

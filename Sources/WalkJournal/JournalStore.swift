@@ -107,7 +107,8 @@ public struct JournalStore: Sendable {
         // A recorder that died mid-line left half a line: the record must not be glued to it.
         try JournalFile.repairTornTail(path: path(for: id))
         let file = try JournalFile(path: path(for: id))
-        try file.append(JournalCodec.encode(record))
+        // Under the lock the recorder cuts its unsynced tail back under (after a failed fsync), not fsync's wait.
+        try file.withExclusiveLock { () throws(JournalError) in try file.append(JournalCodec.encode(record)) }
         try file.sync()
     }
 

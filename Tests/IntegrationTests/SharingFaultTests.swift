@@ -3,6 +3,7 @@ import Testing
 import WalkSimulation
 import FieldLogTestSupport
 import WalkJournal
+import Recording
 
 /// Sharing under faults, with a real broker and a walk replayed through gpsd: the broker stopped for minutes of
 /// GPS time and restarted without persistence, fieldlog killed with SIGKILL and restarted, a wrong password, a
@@ -64,12 +65,13 @@ final class SharingFaultTests {
         try await Task.sleep(for: .seconds(5))
         #expect(points() - pointsAtStop > 60, "the walk went on while the broker was down: \(points() - pointsAtStop) fixes")
         // The subscriber's session died with the broker: it must be back before fieldlog reconnects, or messages
-        // would go to nobody. fieldlog waits, stopped, meanwhile.
+        // would go to nobody. fieldlog's sharing process (the recorder's child) waits, stopped, meanwhile.
+        let sharing = try #require(StatusFile.read(directory: state)?.helpers?.first { $0.name == "live-share" }?.pid)
         subscriber.stop()
-        recorder.signal(SIGSTOP)
+        kill(sharing, SIGSTOP)
         try await broker.start(persistence: false)
         subscriber = try await MosquittoSubscriber(broker: broker, in: directory)
-        recorder.signal(SIGCONT)
+        kill(sharing, SIGCONT)
         await gpsd.wait()
         let (expected, _) = try await SharingHarness.waitForAll({ received + subscriber.messages.map(\.json) }, state: state)
         received += subscriber.messages.map(\.json)

@@ -63,4 +63,29 @@ final class SharingWordsTests {
         #expect(outcome.stdout.contains("\(expected) of \(expected) messages acknowledged"), "\(outcome.stdout)")
         #expect(server.stored.count == expected && server.seen == expected, "\(server.stored.count) stored, \(server.seen) seen")
     }
+
+    /// The bundled walk with its demo photos, shared over HTTP: every location, milestone and photo is one the
+    /// Recorder serves (its lines under 32 KiB), each photo with its image.
+    @Test func everyMessageOfAWalkWithPhotosIsOneTheRecorderServes() async throws {
+        let gpsd = try await GPSFake(capture: Harness.capture("bundg_zeus_9"), in: directory)
+        let recorded = try await fieldlog(
+            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", directory + "/cache",
+             "--photos-dir", Harness.repository + "/demo/photos"],
+            in: directory, timeout: 120)
+        await gpsd.wait()
+        #expect(recorded.status == 0, "\(recorded.stderr)")
+        let server = FakeRecorder(user: MosquittoBroker.user, password: MosquittoBroker.password)
+        defer { server.stop() }
+        let outcome = try await fieldlog(
+            ["share", "--walk", "latest", "--state-dir", state, "--cache-dir", directory + "/cache", "--timeout", "10",
+             "--share", server.url, "--share-device", "testdev", "--share-password-file", "share-password"],
+            in: directory, environment: ["CREDENTIALS_DIRECTORY": credentials], timeout: 60)
+        #expect(outcome.status == 0, "\(outcome.stdout) \(outcome.stderr)")
+        let photos = server.stored.filter { String(decoding: $0.body, as: UTF8.self).contains("\"fl_photo\"") }
+        let withImage = photos.filter { String(decoding: $0.body, as: UTF8.self).contains("\"image\":\"") }
+        let longest = server.stored.map { FakeRecorder.recorderLineBytes($0.body) }.max() ?? 0
+        print("a walk with photos over HTTP: \(server.stored.count) stored, \(server.served.count) served, \(withImage.count) of \(photos.count) photos with their image, longest Recorder line \(longest) bytes")
+        #expect(server.stored.count == (try SharingHarness.expected(state: state).count))
+        #expect(server.served.count == server.stored.count && photos.count >= 4 && withImage.count == photos.count)
+    }
 }
