@@ -94,8 +94,10 @@ struct HostileGPSTests {
         defer { recorder.reap() }
         // The last fix is journaled when gpsd goes quiet (2 s).
         try await waitFor(points: 60)
-        let page = RawHTTP.get("/", port: port, readFor: 5)
-        #expect(page.body.contains("1 fix dropped for an implausible GPS time"), "the live page's status line")
+        // The page's process starts beside the recorder and reads its status within a second or so.
+        #expect(await waitUntil(timeout: 60) {
+            RawHTTP.get("/", port: port, readFor: 5).body.contains("1 fix dropped for an implausible GPS time")
+        }, "the live page's status line")
         let status = try await fieldlog(["status", "--state-dir", state], in: directory)
         #expect(status.status == 0)
         #expect(status.stdout.contains("walk       20260518T090000Z (open)"), "\(status.stdout)")
