@@ -38,16 +38,21 @@ private func expectedMilestones(_ walked: Double) -> Int {
 /// recorder against a gpsd replay on the same two cores.
 @Suite(.serialized)
 struct DistanceTests {
+    /// The distance within 3 % of the walk's own, and the milestones within one of what that distance gives.
+    func expectWithinThreePercent(_ walk: SyntheticWalk, _ name: String) {
+        let measured = measure(walk)
+        let error = (measured.distance - walk.trueDistance) / walk.trueDistance
+        #expect(abs(error) < 0.03, "\(name): \(measured.distance) m of \(walk.trueDistance) m")
+        #expect(
+            abs(measured.milestones - expectedMilestones(walk.trueDistance)) <= 1,
+            "\(name): \(measured.milestones) milestones for \(walk.trueDistance) m")
+    }
+
     @Test(arguments: movingShapes, receivers)
     func everyPathShapeIsWithinThreePercent(shape: PathShape, receiver: Receiver) {
         for seed in 1...3 as ClosedRange<UInt64> {
             let walk = shape.walk(receiver: receiver, seed: seed)
-            let measured = measure(walk)
-            let error = (measured.distance - walk.trueDistance) / walk.trueDistance
-            #expect(abs(error) < 0.03, "\(shape) seed \(seed): \(measured.distance) m of \(walk.trueDistance) m")
-            #expect(
-                abs(measured.milestones - expectedMilestones(walk.trueDistance)) <= 1,
-                "\(shape) seed \(seed): \(measured.milestones) milestones for \(walk.trueDistance) m")
+            expectWithinThreePercent(walk, "\(shape) seed \(seed)")
         }
     }
 
@@ -83,12 +88,7 @@ struct DistanceTests {
             receiver.startsWithGLL = true
             let walk = shape.walk(receiver: receiver, seed: seed)
             #expect(walk.fixes.filter { $0.speed! < 0.4 }.count > walk.fixes.count / 5)
-            let measured = measure(walk)
-            let error = (measured.distance - walk.trueDistance) / walk.trueDistance
-            #expect(abs(error) < 0.03, "\(shape) seed \(seed): \(measured.distance) m of \(walk.trueDistance) m")
-            #expect(
-                abs(measured.milestones - expectedMilestones(walk.trueDistance)) <= 1,
-                "\(shape) seed \(seed): \(measured.milestones) milestones for \(walk.trueDistance) m")
+            expectWithinThreePercent(walk, "\(shape) seed \(seed)")
         }
     }
 
