@@ -9,14 +9,14 @@ public final class JournalFollower {
     public private(set) var offset: off_t
     /// The last call stopped at its bound with more of the file left to read.
     public private(set) var hasMore = false
-    private static let chunkBytes: off_t = 4 << 20
+    private static let chunkBytes: off_t = 1 << 20
 
     public init(path: String, from offset: off_t = 0) {
         self.path = path
         self.offset = offset
     }
 
-    /// The complete lines appended since the last call, about 4 MiB of them at most (`hasMore` tells
+    /// The complete lines appended since the last call, about 1 MiB of them at most (`hasMore` tells
     /// whether there are more). Only from a regular file, opened without following a link or waiting on a
     /// FIFO; anything else gives no lines (and is told of once). A line too long to be a record is left out.
     public func newLines() -> [Substring] {
