@@ -66,7 +66,7 @@ package struct JournalReader {
             var start = 0
             while let newline = memchr(buffer.baseAddress! + start, Int32(UInt8(ascii: "\n")), filled - start) {
                 let end = UnsafeMutablePointer<UInt8>(newline.assumingMemoryBound(to: UInt8.self)) - buffer.baseAddress!
-                if skippingLongLine {
+                if skippingLongLine || end - start > Self.maxLineBytes {
                     skippingLongLine = false
                     try body(nil)
                 } else {
