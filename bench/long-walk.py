@@ -207,7 +207,8 @@ def main():
     out_dir.mkdir(parents=True, exist_ok=True)
     commit = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
-    lines = [f"Made by `bench/long-walk.py` on {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC at commit {commit}.",
+    lines = [f"Made by `bench/long-walk.py` on {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC at commit {commit}, "
+             f"binary `{binary}`.",
              "",
              f"A journal of {args.hours:g} h at {args.rate:g} Hz written in fieldlog's format: "
              f"{int(args.hours * 3600 * args.rate):,} fixes, {milestones:,} milestones with their photo outcomes, "
