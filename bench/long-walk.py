@@ -30,7 +30,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "tools")]
-from fieldlog_tools import photo_sources, start_gpsfake, stop  # noqa: E402
+from fieldlog_tools import free_port, photo_sources, start_gpsfake, stop  # noqa: E402
 
 START = 1_795_000_000  # 2026-11-18T09:46:40Z, a whole second
 LAT0, LON0 = 55.95, -3.2
@@ -184,6 +184,22 @@ def main():
         row("gpsbabel GPX to GeoJSON", ["gpsbabel", "-i", "gpx", "-f", str(work / "walk.gpx"),
                                         "-o", "geojson", "-F", str(work / "babel.geojson")])
     print("the recorder resuming the walk:", flush=True)
+    # Start-up alone: from the recorder's start until it has read the journal and knows the walk it may resume
+    # (its log says so), with no gpsd to talk to.
+    started = time.monotonic()
+    recorder = subprocess.Popen([binary, "run", *common, "--cache-dir", str(cache), "--gpsd", f"127.0.0.1:{free_port()}",
+                                 *photo_sources(binary, "local"), "--photos-dir", str(photos)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    ready = None
+    for line in recorder.stderr:
+        if "was interrupted" in line:
+            ready = time.monotonic() - started
+            break
+    peak = next((int(l.split()[1]) / 1024 for l in Path(f"/proc/{recorder.pid}/status").read_text().splitlines()
+                 if l.startswith("VmHWM:")), 0)
+    stop(recorder)
+    rows.append(("run: start-up, the journal read to resume it", ready or 0, peak, "ok" if ready else "FAILED"))
+    print(f"  {rows[-1][0]:<44} {rows[-1][1]:8.2f} s {peak:8.1f} MB  {rows[-1][3]}", flush=True)
     capture = work / "continue.nmea"
     # Paced (about 60 s): gpsfake replays whether or not anyone listens, and the recorder reads the whole journal
     # before it connects.

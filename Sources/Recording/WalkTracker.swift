@@ -37,26 +37,34 @@ public struct WalkTracker: Sendable {
         /// Bounds what a journal of points that all share one time can make recovery hold: 20 Hz for the
         /// estimator's memory.
         static let maxPoints = 20 * Int(DistanceEstimator.memory)
-        fileprivate var recent: [TrackPoint] = []
-        fileprivate var measuresSpeed: Bool?
+        /// The points kept are `points[first...]`: the ones before are let go a block at a time, not moved
+        /// down for every point added (a two-day walk at 10 Hz is 1.7 million of them).
+        private var points: [TrackPoint] = []
+        private var first = 0
+        fileprivate private(set) var measuresSpeed: Bool?
 
         public init() {}
 
+        fileprivate var recent: ArraySlice<TrackPoint> { points[first...] }
+
         public mutating func add(_ point: TrackPoint) {
             let since = point.fix.time - DistanceEstimator.memory
-            var drop = 0
-            while drop < recent.count,
-                recent[drop].segment != point.segment || recent[drop].fix.time < since || recent.count - drop >= Self.maxPoints
+            while first < points.count,
+                points[first].segment != point.segment || points[first].fix.time < since
+                    || points.count - first >= Self.maxPoints
             {
                 // A fix that tells whether the receiver measures speed: a course comes only with a measured
                 // speed, a missing speed only from a receiver without it.
-                if recent[drop].fix.speed == nil || recent[drop].fix.track != nil {
-                    measuresSpeed = recent[drop].fix.track != nil
+                if points[first].fix.speed == nil || points[first].fix.track != nil {
+                    measuresSpeed = points[first].fix.track != nil
                 }
-                drop += 1
+                first += 1
             }
-            recent.removeFirst(drop)
-            recent.append(point)
+            if first >= Self.maxPoints {
+                points.removeFirst(first)
+                first = 0
+            }
+            points.append(point)
         }
     }
 

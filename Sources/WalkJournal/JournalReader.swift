@@ -44,9 +44,12 @@ package struct JournalReader {
         from offset: off_t = 0, limit: off_t? = nil, maxLines: Int = .max, lastLineToo: Bool = false,
         _ body: (UnsafeBufferPointer<UInt8>?) throws -> Void
     ) throws -> Pass {
-        let descriptor = try FileIO.openRegular(name, in: directory, maxBytes: .max).descriptor
+        let (descriptor, size) = try FileIO.openRegular(name, in: directory, maxBytes: .max)
         defer { close(descriptor) }
-        let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: Self.chunkBytes + Self.maxLineBytes)
+        // As large as what is there to read (a follower's look reads a few lines), grown if the file grows.
+        let largest = Self.chunkBytes + Self.maxLineBytes
+        var buffer = UnsafeMutableBufferPointer<UInt8>.allocate(
+            capacity: min(largest, max(0, Int(limit.map { min($0, off_t(size)) } ?? off_t(size)) - Int(offset)) + 4096))
         defer { buffer.deallocate() }
         var pass = Pass(end: offset, lines: 0, unfinished: 0)
         // Bytes of the line begun in the previous chunk, moved to the buffer's start.
@@ -54,7 +57,13 @@ package struct JournalReader {
         var skippingLongLine = false
         var position = offset
         while limit.map({ position < $0 }) ?? true {
-            let wanted = min(Self.chunkBytes, Int(limit.map { $0 - position } ?? off_t(Self.chunkBytes)))
+            if buffer.count - carried < min(Self.chunkBytes, 1 << 16) && buffer.count < largest {
+                let grown = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: min(largest, 2 * buffer.count))
+                grown.baseAddress!.update(from: buffer.baseAddress!, count: carried)
+                buffer.deallocate()
+                buffer = grown
+            }
+            let wanted = min(Self.chunkBytes, buffer.count - carried, Int(limit.map { $0 - position } ?? off_t(Self.chunkBytes)))
             let count = pread(descriptor, buffer.baseAddress! + carried, wanted, position)
             if count < 0 {
                 if errno == EINTR { continue }
@@ -91,6 +100,22 @@ package struct JournalReader {
             pass.lines += 1
         }
         return pass
+    }
+
+    /// Up to `count` bytes from `offset` (fewer at the file's end).
+    package func bytes(from offset: off_t, count: Int) throws -> [UInt8] {
+        let descriptor = try FileIO.openRegular(name, in: directory, maxBytes: .max).descriptor
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let got = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + filled, count - filled, offset + off_t(filled)) }
+            if got < 0 && errno == EINTR { continue }
+            if got < 0 { throw FileIOError(.read, path: directory + "/" + name, number: errno) }
+            if got == 0 { break }
+            filled += got
+        }
+        return Array(bytes[..<filled])
     }
 
     /// Calls `body` with each record from `offset` (and the line's 1-based number counted from there; nil

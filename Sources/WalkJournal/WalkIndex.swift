@@ -81,14 +81,10 @@ public struct WalkSummary: Codable, Sendable, Equatable {
     }
 
     package static func hash(before end: Int64, in reader: JournalReader) throws -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        try reader.forEachLine(from: off_t(max(0, end - 256)), limit: off_t(end)) { line in
-            for byte in line ?? UnsafeBufferPointer(start: nil, count: 0) {
-                hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
-            }
-            hash = (hash ^ 10) &* 0x100_0000_01b3
+        let start = max(0, end - 256)
+        return try reader.bytes(from: off_t(start), count: Int(end - start)).reduce(0xcbf2_9ce4_8422_2325) {
+            ($0 ^ UInt64($1)) &* 0x100_0000_01b3
         }
-        return hash
     }
 }
 
