@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -32,9 +33,24 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "tools")]
 from fieldlog_tools import free_port, photo_sources, start_gpsfake, stop  # noqa: E402
 
-START = 1_795_000_000  # 2026-11-18T09:46:40Z, a whole second
+START = 1_795_000_000  # 2026-11-18T11:06:40Z, a whole second
+WALK = "20261118T110640Z"
 LAT0, LON0 = 55.95, -3.2
 SPEED = 1.4
+
+
+class Walker:
+    """A curvy walk at 1.4 m/s, stepped in time: the heading turns slowly back and forth."""
+
+    def __init__(self):
+        self.t, self.lat, self.lon, self.dist = START, LAT0, LON0, 0.0
+
+    def step(self, dt):
+        self.t += dt
+        heading = 0.8 * math.sin((self.t - START) / 900) + (self.t - START) / 20000
+        self.lat += SPEED * dt * math.cos(heading) / 111_195
+        self.lon += SPEED * dt * math.sin(heading) / (111_195 * math.cos(math.radians(self.lat)))
+        self.dist += SPEED * dt
 
 
 def iso(t):
@@ -46,38 +62,30 @@ def iso(t):
     return text + (f".{millis:03d}".rstrip("0") if millis else "") + "Z"
 
 
-def position(t):
-    """A curvy path: heading turning slowly, 1.4 m/s."""
-    s = t - START
-    heading = 0.3 * math.sin(s / 900) + s / 20000
-    # Integrated heading is not needed for a benchmark: a smooth path of the right length per step is.
-    north = SPEED * s * math.cos(heading) / 111_195
-    east = SPEED * s * math.sin(heading) / (111_195 * math.cos(math.radians(LAT0)))
-    return LAT0 + north, LON0 + east
+def fix_line(walker):
+    return (f'{{"alt":40,"dist":{walker.dist:.2f},"eph":4,"lat":{walker.lat:.7f},"lon":{walker.lon:.7f},"mode":3,'
+            f'"seg":0,"speed":1.4,"time":"{iso(walker.t)}","track":90,"type":"fix"}}\n')
 
 
-def write_journal(path, hours, rate):
-    walk = Path(path).name[len("walk-"):-len(".jsonl")]
+def write_journal(path, hours, rate, walker):
+    """The walk's journal up to `hours`, `walker` left at its last fix; returns the milestones written."""
     count = int(hours * 3600 * rate)
-    step = 1 / rate
     with open(path, "w") as out:
-        out.write(f'{{"every":100,"time":"{iso(START)}","type":"walk_start","walk":"{walk}"}}\n')
-        out.write(f'{{"message":"pid 1","time":"{iso(START)}","type":"event","event":"session_start","wall":"{iso(START)}"}}\n')
+        out.write(f'{{"every":100,"time":"{iso(START)}","type":"walk_start","walk":"{WALK}"}}\n')
+        out.write(f'{{"message":"pid 1","time":"{iso(START)}","type":"event","event":"session_start",'
+                  f'"wall":"{iso(START)}"}}\n')
         next_milestone = 0
         for n in range(count):
-            t = START + n * step
-            lat, lon = position(t)
-            dist = SPEED * n * step
-            out.write(f'{{"alt":40,"dist":{dist:.2f},"eph":4,"lat":{lat:.7f},"lon":{lon:.7f},"mode":3,"seg":0,'
-                      f'"speed":1.4,"time":"{iso(t)}","track":90,"type":"fix"}}\n')
-            if dist >= next_milestone * 100:
+            if n:
+                walker.step(1 / rate)
+            out.write(fix_line(walker))
+            if walker.dist >= next_milestone * 100:
                 index = next_milestone
-                out.write(f'{{"dist":{dist:.2f},"index":{index},"lat":{lat:.7f},"lon":{lon:.7f},"time":"{iso(t)}",'
-                          f'"type":"milestone"}}\n')
+                out.write(f'{{"dist":{walker.dist:.2f},"index":{index},"lat":{walker.lat:.7f},"lon":{walker.lon:.7f},'
+                          f'"time":"{iso(walker.t)}","type":"milestone"}}\n')
                 out.write(f'{{"index":{index},"radius":1000,"source":"local","status":"none_nearby","type":"photo"}}\n')
                 next_milestone += 1
-    last = START + (count - 1) * step
-    return last, position(last), SPEED * (count - 1) * step, next_milestone
+    return next_milestone
 
 
 def nmea(sentence):
@@ -87,19 +95,18 @@ def nmea(sentence):
     return f"${sentence}*{checksum:02X}\r\n"
 
 
-def write_capture(path, start, seconds, rate):
-    """RMC and GGA at `rate` Hz from `start` on, continuing the path."""
+def write_capture(path, walker, seconds, rate):
+    """RMC and GGA at `rate` Hz, `walker` going on from where it is."""
     def coords(lat, lon):
         la, lo = abs(lat), abs(lon)
         return (f"{int(la):02d}{(la - int(la)) * 60:07.4f}", "N" if lat >= 0 else "S",
                 f"{int(lo):03d}{(lo - int(lo)) * 60:07.4f}", "E" if lon >= 0 else "W")
     with open(path, "w") as out:
-        for n in range(int(seconds * rate)):
-            t = start + n / rate
-            lat, lon = position(t)
-            la, ns, lo, ew = coords(lat, lon)
-            whole = math.floor(t)
-            centis = round((t - whole) * 100)
+        for _ in range(int(seconds * rate)):
+            walker.step(1 / rate)
+            la, ns, lo, ew = coords(walker.lat, walker.lon)
+            whole = math.floor(walker.t)
+            centis = round((walker.t - whole) * 100)
             hms = time.strftime("%H%M%S", time.gmtime(whole)) + f".{centis:02d}"
             dmy = time.strftime("%d%m%y", time.gmtime(whole))
             out.write(nmea(f"GPGGA,{hms},{la},{ns},{lo},{ew},1,09,0.2,40.0,M,50.0,M,,"))
@@ -137,10 +144,12 @@ def main():
     state, cache, photos = work / "state", work / "cache", work / "photos"
     for directory in (state, cache, photos):
         directory.mkdir()
-    walk = "20261118T094640Z"
+    walk = WALK
     journal = state / f"walk-{walk}.jsonl"
     started = time.monotonic()
-    last, (lat, lon), distance, milestones = write_journal(journal, args.hours, args.rate)
+    walker = Walker()
+    milestones = write_journal(journal, args.hours, args.rate, walker)
+    distance = walker.dist
     size = journal.stat().st_size
     print(f"journal: {args.hours:g} h at {args.rate:g} Hz, {int(args.hours * 3600 * args.rate):,} fixes, "
           f"{milestones:,} milestones, {size / 1e6:.0f} MB, {distance / 1000:.1f} km (written in "
@@ -164,12 +173,9 @@ def main():
     row("status (no index: read whole)", base + ["status", *common], lambda o, e: walk in o and "open" in o)
     # Ten seconds more of the walk: the index is read on from where it stopped.
     with open(journal, "a") as out:
-        for n in range(int(10 * args.rate)):
-            t = last + (n + 1) / args.rate
-            la, lo = position(t)
-            out.write(f'{{"alt":40,"dist":{distance + SPEED * (n + 1) / args.rate:.2f},"eph":4,"lat":{la:.7f},'
-                      f'"lon":{lo:.7f},"mode":3,"seg":0,"speed":1.4,"time":"{iso(t)}","track":90,"type":"fix"}}\n')
-    last += 10
+        for _ in range(int(10 * args.rate)):
+            walker.step(1 / args.rate)
+            out.write(fix_line(walker))
     row("walks (index, 10 s appended since)", base + ["walks", *common], lambda o, e: walk in o)
     row("status (index)", base + ["status", *common], lambda o, e: "open" in o)
     row("tail -n 20", base + ["tail", "-n", "20", *common], lambda o, e: len(o.splitlines()) == 20)
@@ -189,21 +195,26 @@ def main():
     started = time.monotonic()
     recorder = subprocess.Popen([binary, "run", *common, "--cache-dir", str(cache), "--gpsd", f"127.0.0.1:{free_port()}",
                                  *photo_sources(binary, "local"), "--photos-dir", str(photos)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     ready = None
-    for line in recorder.stderr:
+    # A recorder that never says so is stopped after 120 s.
+    watchdog = threading.Timer(120, recorder.kill)
+    watchdog.start()
+    for line in recorder.stdout:
         if "was interrupted" in line:
             ready = time.monotonic() - started
             break
     peak = next((int(l.split()[1]) / 1024 for l in Path(f"/proc/{recorder.pid}/status").read_text().splitlines()
-                 if l.startswith("VmHWM:")), 0)
+                 if l.startswith("VmHWM:")), 0) if ready else 0
+    watchdog.cancel()
     stop(recorder)
     rows.append(("run: start-up, the journal read to resume it", ready or 0, peak, "ok" if ready else "FAILED"))
     print(f"  {rows[-1][0]:<44} {rows[-1][1]:8.2f} s {peak:8.1f} MB  {rows[-1][3]}", flush=True)
     capture = work / "continue.nmea"
     # Paced (about 60 s): gpsfake replays whether or not anyone listens, and the recorder reads the whole journal
     # before it connects.
-    write_capture(capture, last + 1, 30, args.rate)
+    walker.step(1)
+    write_capture(capture, walker, 30, args.rate)
     gpsfake, port = start_gpsfake(capture, cycle=0.05)
     try:
         out = row("run --once (resume; 30 s of fixes, paced)",
