@@ -10,10 +10,11 @@ On one gpsd fed one fix a second (a generated walk, no photo source), all at onc
   - BINARY `run`: the recorder alone (no page, no sharing);
   - gpxlogger.
 Sharing goes to a Mosquitto broker on loopback started for the run; nobody opens the pages. Printed for each
-process: CPU seconds per walked hour after the first fix, and resident memory at the end (MB,
-/proc/PID/smaps, as bench/side-by-side.py measures it), and for BINARY the sum of its three processes against
-the single process; the same as a table in OUT/apart.md (section 8 of BENCHMARKS.md). Copy the older binary
-before rebuilding: each path is measured as it is.
+process: CPU seconds per walked hour after the first fix, and at the end (MB) its resident memory
+(/proc/PID/smaps, as bench/side-by-side.py measures it), the part of it no other process maps, and the part it
+used in the second half of the run; for BINARY's three processes, the memory they hold together (each physical
+page once, /proc/PID/pagemap: run as root) against the single process; the same as a table in OUT/apart.md
+(section 8 of BENCHMARKS.md). Copy the older binary before rebuilding: each path is measured as it is.
 """
 import argparse
 import json
@@ -99,38 +100,68 @@ def main():
                     (runs[2][0], processes[2].pid, binary),
                     ("gpxlogger", gpxlogger.pid, gpxlogger_path)]
         before = [walkbench.cpu_seconds(pid) for _, pid, _ in measured]
-        time.sleep(max(0.0, args.seconds - (first_fix - started)))
+        # Halfway, every page's accessed bit cleared: what is referenced at the end is what recording uses now,
+        # not what start-up touched once.
+        time.sleep(max(0.0, args.seconds / 2 - (first_fix - started)))
+        for _, pid, _ in measured:
+            Path(f"/proc/{pid}/clear_refs").write_text("1")
+        time.sleep(max(0.0, args.seconds - (time.monotonic() - started)))
         hours = (time.monotonic() - first_fix) / 3600
         cpu = [(walkbench.cpu_seconds(pid) - b) / hours for (_, pid, _), b in zip(measured, before)]
-        resident = []
-        for _, pid, path in measured:
-            parts = walkbench.resident_kb(pid, path)
-            resident.append(sum(parts.values()) / 1024 if parts else float("nan"))
+
+        def mb(pid, path, field):
+            parts = walkbench.resident_kb(pid, path, field)
+            return sum(parts.values()) / 1024 if parts else float("nan")
+        resident = [mb(pid, path, "Rss:") for _, pid, path in measured]
+        private = [mb(pid, path, "Private_Dirty:") + mb(pid, path, "Private_Clean:") for _, pid, path in measured]
+        referenced = [mb(pid, path, "Referenced:") for _, pid, path in measured]
+        held_single = walkbench.held_kb([measured[0][1]])
+        held_apart = walkbench.held_kb([pid for _, pid, _ in measured[1:4]])
+        held = [x / 1024 if x else float("nan") for x in (held_single, held_apart)]
         print(f"{args.seconds:g} s at 1 Hz on one gpsd, no photos, sharing to Mosquitto on loopback, no page open;"
-              f" CPU after the first fix, resident memory at the end (MB):")
-        print(f"  {'process':<36} {'resident MB':>11} {'CPU s per walked hour':>22}")
+              f" CPU after the first fix, memory at the end (MB):")
+        print(f"  {'process':<36} {'resident':>9} {'private':>8} {'used lately':>12} {'CPU s per walked hour':>22}")
         for index, (label, _, _) in enumerate(measured):
             if index == 1:
                 print(f"  {runs[1][0]}:")
-            print(f"  {label:<36} {resident[index]:>11.1f} {cpu[index]:>22.3f}")
+            print(f"  {label:<36} {resident[index]:>9.1f} {private[index]:>8.1f} {referenced[index]:>12.1f}"
+                  f" {cpu[index]:>22.3f}")
         total_resident, total_cpu = sum(resident[1:4]), sum(cpu[1:4])
-        print(f"  {'  the three together':<36} {total_resident:>11.1f} {total_cpu:>22.3f}")
-        summary = (f"apart / single process: resident {total_resident / resident[0]:.2f}x, CPU {total_cpu / cpu[0]:.2f}x;"
-                   f" the recorder alone {resident[4]:.1f} MB (goal <= 10), gpxlogger {resident[5]:.1f} MB")
+        print(f"  {'  the three together':<36} {total_resident:>9.1f} {sum(private[1:4]):>8.1f}"
+              f" {sum(referenced[1:4]):>12.1f} {total_cpu:>22.3f}")
+        print(f"  held by the single process {held[0]:.1f} MB, by the three together {held[1]:.1f} MB"
+              " (each physical page once)")
+        summary = (f"apart / single process: memory held {held[1] / held[0]:.2f}x (goal <= 1.5; the sum of the three's"
+                   f" resident memory {total_resident / resident[0]:.2f}x), CPU {total_cpu / cpu[0]:.2f}x;"
+                   f" the recorder alone {resident[4]:.1f} MB resident (goal <= 10), {private[4]:.1f} MB of it its own,"
+                   f" {referenced[4]:.1f} MB used in the last {args.seconds / 2:g} s; gpxlogger {resident[5]:.1f} MB")
         print(summary)
-        rows = [(runs[0][0], resident[0], cpu[0]), (runs[1][0] + ": the recorder", resident[1], cpu[1]),
-                ("  its live-page", resident[2], cpu[2]), ("  its live-share", resident[3], cpu[3]),
-                ("  the three together", total_resident, total_cpu), (runs[2][0], resident[4], cpu[4]),
-                ("gpxlogger", resident[5], cpu[5])]
+        rows = [(runs[0][0], 0), (runs[1][0] + ": the recorder", 1), ("  its live-page", 2), ("  its live-share", 3),
+                (runs[2][0], 4), ("gpxlogger", 5)]
         table = [
             f"Made by `bench/apart.py {Path(single).name} {Path(binary).name} --seconds {args.seconds:g}`: one gpsd fed one"
             f" fix a second ({hours * 3600:.0f} s after the first fix) serving all of these at once, no photo source;"
             " sharing to Mosquitto on loopback, nobody opening the pages. The first binary is a build from before the"
             f" live page and sharing left the recorder's process. Machine: {walkbench.machine()}.", "",
-            "| process | resident MB at the end | CPU s per walked hour after the first fix |", "|---|---|---|",
-            *[f"| {label.strip()} | {mb:.1f} | {seconds:.3f} |" for label, mb, seconds in rows], "",
-            summary + ". Resident memory is /proc/PID/smaps's Rss over the executable, its data, the libraries and"
-            " anonymous memory, with the executables read into the page cache first (as bench/side-by-side.py).", ""]
+            "| process | resident MB at the end | of it its own (private) | used in the second half | CPU s per walked hour after the first fix |",
+            "|---|---|---|---|---|",
+            *[f"| {label.strip()} | {resident[i]:.1f} | {private[i]:.1f} | {referenced[i]:.1f} | {cpu[i]:.3f} |"
+              for label, i in rows[:4]],
+            f"| the three together: resident summed | {total_resident:.1f} | {sum(private[1:4]):.1f} |"
+            f" {sum(referenced[1:4]):.1f} | {total_cpu:.3f} |",
+            f"| the three together: memory held, each page once | {held[1]:.1f} | | | |",
+            *[f"| {label.strip()} | {resident[i]:.1f} | {private[i]:.1f} | {referenced[i]:.1f} | {cpu[i]:.3f} |"
+              for label, i in rows[4:]], "",
+            summary + ".", "",
+            "How to read it: resident memory is /proc/PID/smaps's Rss over the executable, its data, the libraries and"
+            " anonymous memory, with the executables read into the page cache first (as bench/side-by-side.py): it"
+            " counts every page of the executable and the libraries a process has mapped, which the kernel maps 64 KiB"
+            " at a time around each page touched, and shares with the page cache and every process mapping the same"
+            " file. \"Its own\" is Private_Clean + Private_Dirty: pages no other process maps (its heap, stacks, the"
+            " data relocated at start). \"Used in the second half\" is smaps' Referenced after /proc/PID/clear_refs"
+            " cleared every accessed bit halfway: what recording uses, as against what start-up touched once and the"
+            " kernel may reclaim. \"Memory held, each page once\" is the number of distinct physical pages the"
+            " processes map (/proc/PID/pagemap): the fair sum for processes that share one executable.", ""]
         Path(args.out).mkdir(parents=True, exist_ok=True)
         (Path(args.out) / "apart.md").write_text("\n".join(table))
     finally:
