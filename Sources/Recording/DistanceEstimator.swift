@@ -17,8 +17,10 @@ import WalkModel
 /// zero (or one derived from a stale position) with a course for receivers that begin their second with
 /// GLL, for tens of seconds at a time. While the speed says standing, the positions are measured as for a
 /// receiver without speed, but start only after moving away from where the speed stopped at every fix of
-/// `departureSeconds` (a wandering position turns back within seconds); the whole way from there counts.
-/// When the speed says moving again first, that way counts if it is longer than wandering goes meanwhile.
+/// `departureSeconds` (a wandering position turns back within seconds); the whole way from there counts,
+/// no faster than the walker's Doppler pace before. Once the positions show that the walker kept going
+/// (`keepsGoing`), that pace counts, from where the speed said standing. When the speed says moving again
+/// first, the way from where counting stopped counts if it is longer than wandering goes meanwhile.
 ///
 /// The state is a function of the last minute of fixes, so a walk restored from its journal continues
 /// exactly as it would have (see `WalkTracker.init(limits:restoring:milestones:)`).
@@ -37,6 +39,8 @@ package struct DistanceEstimator: Sendable {
     package static let stopRadius = 8.0
     /// While a Doppler speed says standing, a start needs the position to move away at every fix for this long.
     package static let departureSeconds = 20.0
+    /// While a Doppler speed says standing, the walker's pace is its median over this many seconds before.
+    package static let paceSeconds = 10.0
     /// How far back a replay has to start to rebuild the state: the window, and where counting last
     /// stopped within it.
     package static let memory = 2 * startSeconds + speedGap
@@ -59,6 +63,12 @@ package struct DistanceEstimator: Sendable {
     private var stoppedAt: Sample?
     /// Whether the Doppler speed said standing at the last fix: the positions then measure, strictly.
     private var standingBySpeed = false
+    /// The last fix the Doppler speed counted before it said standing and the walker's pace then, if it had one
+    /// (`pace(before:)`); what the positions counted since.
+    private var paceBeforeStanding: (since: Sample, pace: Double)?
+    private var countedWhileStanding = 0.0
+    /// Whether the positions have shown since that the walker kept going (`keepsGoing`): the pace counts.
+    private var keptGoing = false
 
     package init(measuresSpeed: Bool = false) {
         self.measuresSpeed = measuresSpeed
@@ -70,6 +80,7 @@ package struct DistanceEstimator: Sendable {
         movingByPosition = false
         stoppedAt = nil
         standingBySpeed = false
+        (paceBeforeStanding, countedWhileStanding, keptGoing) = (nil, 0, false)
     }
 
     /// Distance in metres from the previous fix to `fix`, which must be later; 0 for a segment's first fix.
@@ -97,10 +108,26 @@ package struct DistanceEstimator: Sendable {
             }
             let median = movingSpeed(endingWith: speed, at: sample.time)
             guard median > 0 else {
-                if !standingBySpeed { (standingBySpeed, movingByPosition) = (true, false) }
-                return positionStep(to: sample, strict: true)
+                if !standingBySpeed {
+                    (standingBySpeed, movingByPosition, keptGoing) = (true, false, false)
+                    paceBeforeStanding = pace(before: previous).map { (previous, $0) }
+                    countedWhileStanding = 0
+                }
+                let byPosition = positionStep(to: sample, strict: true)
+                // A stretch longer than the window is left to the positions, as a restored walk would see it.
+                if let since = paceBeforeStanding?.since, since.time <= samples[0].time {
+                    (paceBeforeStanding, keptGoing) = (nil, false)
+                }
+                guard let (start, pace) = paceBeforeStanding else { return byPosition }
+                let paced = pace * (sample.time - start.time)
+                keptGoing = keptGoing || keepsGoing(from: start, to: sample, paced: paced)
+                // Positions overcount a walker's way by their wander: no faster than the pace before.
+                let upToPace = max(0, paced - countedWhileStanding)
+                let step = keptGoing ? upToPace : min(byPosition, upToPace)
+                countedWhileStanding += step
+                return step
             }
-            let resumed = standingBySpeed && !movingByPosition ? walkedWhileStanding(until: previous) : 0
+            let resumed = standingBySpeed && !movingByPosition && !keptGoing ? walkedWhileStanding(until: previous) : 0
             // Counted up to here: positions taking over later measure from this fix.
             (movingByPosition, standingBySpeed, stoppedAt) = (false, false, sample)
             let integrated = elapsed * median
@@ -178,12 +205,52 @@ package struct DistanceEstimator: Sendable {
         return movingByPosition ? distance(start, sample) : 0
     }
 
-    /// When the speed says moving again before the positions started: the way from where counting stopped
-    /// (within the window) to `end` if it is longer than a wandering position goes in that time, else 0.
+    /// Whether the walker went on from `start`, where the speed said standing, to `sample` at about the pace
+    /// before (`paced` metres). Positions alone measure the chords of that way, short by its turns (legs of
+    /// 25-40 m: a fifth), so the pace counts it. A stop shows in the positions: over `chordSeconds` a standing
+    /// receiver's position wanders by metres, growing with the root of the time, while a walker's moves on by
+    /// pace times time, a turn cutting only the chord around it. So the walker went on if the positions' path in
+    /// such chords is at least two thirds of `paced` and as far as a start (measured on generated walks over
+    /// 40 s: 73-117 % for legs of 25 m and more; stops of 20-50 s after walking at most 56 % with a wander of
+    /// 5 m, but up to 88 % with 8 m, which then count as walked).
+    private func keepsGoing(from start: Sample, to sample: Sample, paced: Double) -> Bool {
+        chordPath(from: start, to: sample) >= max(paced * 2 / 3, Self.startRadius)
+    }
+
+    /// When the speed says moving again before the positions started or showed the walker going on: the way
+    /// from where counting stopped (within the window) to `end` if it is longer than a wandering position goes
+    /// in that time, else 0.
     private func walkedWhileStanding(until end: Sample) -> Double {
         guard let start = stoppedAt, start.time > samples[0].time else { return 0 }
         let away = distance(start, end)
         return away >= max(Self.startRadius, 2 * Self.movingSpeed * (end.time - start.time)) ? away : 0
+    }
+
+    /// The median Doppler report over the `paceSeconds` up to `end`, all within the window, if it says moving.
+    private func pace(before end: Sample) -> Double? {
+        var reports: [Double] = []
+        var later = end
+        for sample in samples.reversed() where sample.time <= end.time {
+            guard let report = sample.speed, later.time - sample.time <= Self.speedGap else { return nil }
+            reports.append(report)
+            if sample.time <= end.time - Self.paceSeconds {
+                let median = reports.sorted()[reports.count / 2]
+                return median >= Self.movingSpeed ? median : nil
+            }
+            later = sample
+        }
+        return nil
+    }
+
+    /// The positions' path from `start` to `end` in chords of `chordSeconds`, over the window's fixes.
+    private func chordPath(from start: Sample, to end: Sample) -> Double {
+        var path = 0.0
+        var from = start
+        for sample in samples where sample.time < end.time && sample.time - from.time >= Self.chordSeconds {
+            path += distance(from, sample)
+            from = sample
+        }
+        return path + distance(from, end)
     }
 
     /// Whether every fix of the last `departureSeconds` up to `sample`, all after `start`, was farther from
