@@ -16,20 +16,35 @@ public enum ExportFormat: String, CaseIterable, Sendable {
     }
 }
 
+/// What an export hands its sink at a time: what it holds, whatever the walk's length.
+let exportChunk = 64 << 10
+
 /// Turns a walk's journal into a file a map, a GIS or a script can read.
 public enum WalkExport {
-    /// `isCached` tells whether a photo's thumbnail is still in the on-device cache (it may have been
-    /// evicted; the journal keeps the photo's metadata regardless); `thumbnail` reads it, for the HTML
-    /// page, which carries the thumbnails inside it.
+    /// Writes `log` as `format` to `sink` a chunk at a time, reading its track from its journal as it goes
+    /// (twice for GeoJSON); throws what reading the journal or `sink` threw. `isCached` tells whether a
+    /// photo's thumbnail is still in the on-device cache (it may have been evicted; the journal keeps the
+    /// photo's metadata regardless); `thumbnail` reads it, for the HTML page, which carries the thumbnails
+    /// inside it.
+    public static func write(
+        _ log: WalkLog, as format: ExportFormat, isCached: (String) -> Bool = { _ in false },
+        thumbnail: @escaping (String) -> [UInt8]? = { _ in nil }, to sink: ([UInt8]) throws -> Void
+    ) throws {
+        switch format {
+        case .json: try JSONExport.write(log, isCached: isCached, to: sink)
+        case .gpx: try GPXExport.write(log, to: sink)
+        case .geojson: try GeoJSONExport.write(log, isCached: isCached, to: sink)
+        case .html: try HTMLExport.write(log, isCached: isCached, thumbnail: thumbnail, to: sink)
+        }
+    }
+
+    /// The whole export in memory: for a walk known to be short (tests, a page's example).
     public static func render(
         _ log: WalkLog, as format: ExportFormat, isCached: (String) -> Bool = { _ in false },
         thumbnail: @escaping (String) -> [UInt8]? = { _ in nil }
-    ) -> [UInt8] {
-        switch format {
-        case .json: JSONExport.render(log, isCached: isCached)
-        case .gpx: GPXExport.render(log)
-        case .geojson: GeoJSONExport.render(log, isCached: isCached)
-        case .html: HTMLExport.render(log, isCached: isCached, thumbnail: thumbnail)
-        }
+    ) throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        try write(log, as: format, isCached: isCached, thumbnail: thumbnail) { bytes += $0 }
+        return bytes
     }
 }

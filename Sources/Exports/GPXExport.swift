@@ -4,8 +4,8 @@ import WalkModel
 /// GPX 1.1 (https://www.topografix.com/GPX/1/1/): milestones as waypoints, the walk as one track with a
 /// track segment per walk segment. Element order follows the schema's sequences, which are strict.
 package enum GPXExport {
-    package static func render(_ log: WalkLog) -> [UInt8] {
-        var out = ByteWriter(capacity: 512 + log.points.count * 110 + log.milestones.count * 160)
+    package static func write(_ log: WalkLog, to sink: ([UInt8]) throws -> Void) throws {
+        var out = ByteWriter(capacity: exportChunk + 4096)
         out.append("""
             <?xml version="1.0" encoding="UTF-8"?>
             <gpx xmlns="http://www.topografix.com/GPX/1/1" version="1.1" creator="fieldlog" \
@@ -56,12 +56,13 @@ package enum GPXExport {
                 out.append("<sym>Favorite</sym><type>favourite</type>")
             }
             out.append("</wpt>\n")
+            try out.drain(over: exportChunk, into: sink)
         }
         out.append("<trk>\n<name>")
         out.appendXMLText(log.id)
         out.append("</name>\n")
         var currentSegment: Int?
-        for point in log.points {
+        try log.forEachPoint { point in
             if point.segment != currentSegment {
                 out.append(currentSegment == nil ? "<trkseg>\n" : "</trkseg>\n<trkseg>\n")
                 currentSegment = point.segment
@@ -75,10 +76,11 @@ package enum GPXExport {
             out.append("<time>")
             out.appendTime(point.fix.time)
             out.append("</time></trkpt>\n")
+            try out.drain(over: exportChunk, into: sink)
         }
         if currentSegment != nil { out.append("</trkseg>\n") }
         out.append("</trk>\n</gpx>\n")
-        return out.bytes
+        try out.drain(over: 0, into: sink)
     }
 
     private static func appendPointStart(

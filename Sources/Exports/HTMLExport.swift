@@ -32,13 +32,26 @@ package enum HTMLExport {
         }
     }
 
-    package static func render(_ log: WalkLog, isCached: (String) -> Bool, thumbnail: @escaping (String) -> [UInt8]?) -> [UInt8] {
-        render(log, isCached: isCached, images: .inline(thumbnail), live: nil)
+    package static func write(
+        _ log: WalkLog, isCached: (String) -> Bool, thumbnail: @escaping (String) -> [UInt8]?,
+        to sink: ([UInt8]) throws -> Void
+    ) throws {
+        try write(log, isCached: isCached, images: .inline(thumbnail), live: nil, to: sink)
     }
 
     package static func render(_ log: WalkLog, isCached: (String) -> Bool, images: Images, live: Live?) -> [UInt8] {
-        var out = ByteWriter(capacity: 64 * 1024 + log.milestones.count * 2048)
-        PageTemplate.page.render(to: &out) { slot, out in
+        var page: [UInt8] = []
+        // Nothing throws: the page is drawn from the log's outline, not its journal.
+        try? write(log, isCached: isCached, images: images, live: live) { page += $0 }
+        return page
+    }
+
+    /// The page a chunk at a time: an export's cards carry their thumbnails, some 20 KB each.
+    package static func write(
+        _ log: WalkLog, isCached: (String) -> Bool, images: Images, live: Live?, to sink: ([UInt8]) throws -> Void
+    ) throws {
+        var out = ByteWriter(capacity: exportChunk + 64 * 1024)
+        try PageTemplate.page.render(to: &out) { slot, out in
             switch slot {
             case .contentSecurityPolicy:
                 out.append(live == nil ? contentSecurityPolicy : liveContentSecurityPolicy)
@@ -69,6 +82,7 @@ package enum HTMLExport {
             case .cards:
                 for milestone in shown(log, live).reversed() {
                     appendCard(milestone, log: log, isCached: isCached, images: images, to: &out)
+                    try out.drain(over: exportChunk, into: sink)
                 }
             case .paging:
                 if live != nil, let oldest = shown(log, live).first, oldest.index > log.milestones.first!.index {
@@ -78,7 +92,7 @@ package enum HTMLExport {
                 }
             }
         }
-        return out.bytes
+        try out.drain(over: 0, into: sink)
     }
 
     /// The milestones on the page: all of them in the export, one page of them on the live page.
@@ -113,8 +127,8 @@ package enum HTMLExport {
     }
 
     private static func appendSummary(_ log: WalkLog, to out: inout ByteWriter) {
-        let first = log.points.first?.fix.time ?? log.started
-        let last = log.points.last?.fix.time ?? log.ended
+        let first = log.firstPoint?.fix.time ?? log.started
+        let last = log.lastPoint?.fix.time ?? log.ended
         let photos = log.milestones.filter { log.photos[$0.index]?.photo != nil }.count
         out.append("<ul class=\"summary\">\n<li>Distance <b>")
         appendDistance(log.distance, to: &out)

@@ -8,8 +8,8 @@ import WalkModel
 ///   "track":[{"time","lat","lon","alt"?,"eph"?,"speed"?,"course"?,"segment"}],
 ///   "milestones":[{"index","time","lat","lon","distance_m","starred","photo","photo_status"}]}`
 package enum JSONExport {
-    package static func render(_ log: WalkLog, isCached: (String) -> Bool) -> [UInt8] {
-        var out = ByteWriter(capacity: 128 + log.points.count * 110 + log.milestones.count * 120)
+    package static func write(_ log: WalkLog, isCached: (String) -> Bool, to sink: ([UInt8]) throws -> Void) throws {
+        var out = ByteWriter(capacity: exportChunk + 4096)
         out.append("{\"walk\":{\"id\":")
         out.appendJSONString(log.id)
         out.append(",\"started\":")
@@ -23,8 +23,10 @@ package enum JSONExport {
         out.append(",\"every_m\":")
         out.appendJSONDecimal(log.every, digits: Precision.metreDigits)
         out.append("},\n\"track\":[")
-        for (number, point) in log.points.enumerated() {
+        var number = 0
+        try log.forEachPoint { point in
             out.append(number == 0 ? "\n{\"time\":" : ",\n{\"time\":")
+            number += 1
             out.appendJSONTime(point.fix.time)
             out.append(",\"lat\":")
             out.appendDecimal(point.fix.latitude, digits: Precision.degreeDigits)
@@ -37,6 +39,7 @@ package enum JSONExport {
             out.append(",\"segment\":")
             out.append(point.segment)
             out.append("}")
+            try out.drain(over: exportChunk, into: sink)
         }
         out.append("\n],\n\"milestones\":[")
         for (number, milestone) in log.milestones.enumerated() {
@@ -53,8 +56,9 @@ package enum JSONExport {
             out.append(log.starred.contains(milestone.index) ? ",\"starred\":true" : ",\"starred\":false")
             out.appendPhoto(log.photos[milestone.index], isCached: isCached)
             out.append("}")
+            try out.drain(over: exportChunk, into: sink)
         }
         out.append("\n]}\n")
-        return out.bytes
+        try out.drain(over: 0, into: sink)
     }
 }

@@ -38,11 +38,11 @@ package struct PageTemplate {
         self.parts = parts
     }
 
-    func render(to out: inout ByteWriter, filling fill: (Slot, inout ByteWriter) -> Void) {
+    func render(to out: inout ByteWriter, filling fill: (Slot, inout ByteWriter) throws -> Void) rethrows {
         for part in parts {
             switch part {
             case let .markup(markup): out.append(bytes: markup)
-            case let .slot(slot): fill(slot, &out)
+            case let .slot(slot): try fill(slot, &out)
             }
         }
     }

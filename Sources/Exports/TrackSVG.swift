@@ -11,7 +11,9 @@ package enum TrackSVG {
     package static let markerRadius = 15.0
 
     package static func append(_ log: WalkLog, to out: inout ByteWriter) {
-        guard let projection = Projection(log.points.map(\.fix)) else {
+        // The outline: every point of a walk of a few hours, points metres apart beyond.
+        let points = log.outline.points
+        guard let projection = Projection(points.map(\.fix)) else {
             out.append("<svg class=\"track\" viewBox=\"0 0 1000 200\" role=\"img\" aria-label=\"No track yet\"></svg>\n")
             return
         }
@@ -20,11 +22,11 @@ package enum TrackSVG {
         out.append("\" role=\"img\" aria-label=\"The walk's track with its milestones\">\n")
         var segmentStart = 0
         var previousEnd: (Double, Double)?
-        while segmentStart < log.points.count {
-            let segment = log.points[segmentStart].segment
+        while segmentStart < points.count {
+            let segment = points[segmentStart].segment
             var end = segmentStart
-            while end < log.points.count && log.points[end].segment == segment { end += 1 }
-            let line = simplify(log.points[segmentStart..<end].map { projection.point($0.fix) })
+            while end < points.count && points[end].segment == segment { end += 1 }
+            let line = simplify(points[segmentStart..<end].map { projection.point($0.fix) })
             if let previousEnd, let first = line.first {
                 out.append("<path class=\"gap\" vector-effect=\"non-scaling-stroke\" d=\"M")
                 appendPoint(previousEnd, to: &out)
@@ -42,8 +44,8 @@ package enum TrackSVG {
             previousEnd = line.last
             segmentStart = end
         }
-        let first = projection.point(log.points[0].fix)
-        let last = projection.point(log.points[log.points.count - 1].fix)
+        let first = projection.point(points[0].fix)
+        let last = projection.point(points[points.count - 1].fix)
         appendMarker(first, label: "S", group: "start", title: "Start", radius: 17, to: &out)
         // Markers that would cover one another are left out (a day's walk has a thousand milestones);
         // favourites are always drawn, then the others newest first.

@@ -14,11 +14,9 @@ package enum SharingHarness {
         let store = JournalStore(directory: state)
         var keys: [MessageKey] = []
         for id in try store.walkIDs() where first.map({ id >= $0 }) ?? true {
-            let bytes = try FileIO.readRegular("walk-\(id).jsonl", in: state, maxBytes: JournalStore.maxJournalBytes)
             var selector = ShareSelector(every: every)
-            for line in bytes.split(separator: UInt8(ascii: "\n")) {
-                guard let record = JournalCodec.decode(Substring(decoding: line, as: UTF8.self)) else { continue }
-                keys += selector.feed(record).map(MessageKey.init)
+            try JournalReader(path: store.path(for: id)).forEachRecord { record, _ in
+                if let record { keys += selector.feed(record).map(MessageKey.init) }
             }
         }
         return keys

@@ -106,26 +106,30 @@ package final class LiveWalk: Sendable {
             // Another walk, a first one, or the journal shrank (the recorder cut back lines a failed sync may
             // have lost): read it from the start. A first look replaces nothing that anyone was shown.
             if state.looked { state.replaced = true }
-            followed = Followed(log: WalkLog(id: id), follower: JournalFollower(path: path))
+            followed = Followed(log: WalkLog(id: id, journal: path), follower: JournalFollower(path: path))
             fresh = true
         }
         state.followed = nil  // `followed` holds the only reference while lines are applied: no copy of the log
         defer { state.followed = followed }
-        for line in followed.follower.newLines() {
-            guard let record = JournalCodec.decode(line) else { continue }
-            followed.log.apply(record)
-            let change: (ChangeKind, Int)? =
-                switch record {
-                case let .milestone(milestone): (.milestone, milestone.index)
-                case let .photo(photo): (.photo, photo.milestone)
-                case let .star(milestone, _, _): (.star, milestone)
-                default: nil
+        // A long walk read from the start comes a few MiB at a time.
+        repeat {
+            for line in followed.follower.newLines() {
+                guard let record = JournalCodec.decode(line) else { continue }
+                followed.log.apply(record)
+                let change: (ChangeKind, Int)? =
+                    switch record {
+                    case let .milestone(milestone): (.milestone, milestone.index)
+                    case let .photo(photo): (.photo, photo.milestone)
+                    case let .star(milestone, _, _): (.star, milestone)
+                    default: nil
+                    }
+                if let (kind, milestone) = change {
+                    followed.seq += 1
+                    followed.changed[milestone] = Change(kind: kind, milestone: milestone, seq: followed.seq)
                 }
-            if let (kind, milestone) = change {
-                followed.seq += 1
-                followed.changed[milestone] = Change(kind: kind, milestone: milestone, seq: followed.seq)
             }
-        }
+        } while followed.follower.hasMore
+        followed.log.journalLength = followed.follower.offset
         // A walk read from the start is shown whole by whoever looks now: nothing of it is a change to hand out.
         if fresh { state.taken = followed.seq }
     }

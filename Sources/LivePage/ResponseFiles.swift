@@ -107,11 +107,12 @@ final class ExportFiles: Sendable {
     }()
 
     /// The rendering of `format` for walk `walk` at `length` bytes of journal: this version's, or one of the same
-    /// walk made within `freshFor`, or one made now by `render` off the event loop (one per format at a time:
-    /// others wait for it, or take the previous one of the walk). nil when over budget or the temporary file
-    /// cannot be written.
+    /// walk made within `freshFor`, or one made now by `render` off the event loop, which hands it to the file a
+    /// chunk at a time (one per format at a time: others wait for it, or take the previous one of the walk). nil
+    /// when over budget or the temporary file cannot be written.
     func file(
-        _ format: ExportFormat, walk: String, length: off_t, cached: Set<String>, render: @escaping @Sendable () -> [UInt8]
+        _ format: ExportFormat, walk: String, length: off_t, cached: Set<String>,
+        render: @escaping @Sendable (_ sink: ([UInt8]) throws -> Void) throws -> Void
     ) async -> ResponseFile? {
         let version = Version(walk: walk, length: length, cached: cached.hashValue)
         let deadline = monotonicSeconds() + 30
@@ -121,7 +122,8 @@ final class ExportFiles: Sendable {
                 let newest = state.newest[format].flatMap { $0.version.walk == walk ? $0 : nil }
                 if let newest, newest.version == version || now - newest.made < freshFor { return .reuse(newest.file) }
                 if state.rendering.contains(format) { return newest.map { .reuse($0.file) } ?? .wait }
-                if state.held >= budget { return .overBudget }
+                // Each format's newest rendering of a long walk is kept: room for them, in proportion to the walk.
+                if state.held >= budget + 3 * Int(length) { return .overBudget }
                 state.rendering.insert(format)
                 return .render
             }
@@ -132,8 +134,7 @@ final class ExportFiles: Sendable {
                 guard now < deadline else { return nil }
                 try? await sleepOnEventLoop(for: .milliseconds(50))
             case .render:
-                let bytes = try? await Self.renderThread.runIfActive { render() }
-                let file = bytes.flatMap(store)
+                let file = try? await Self.renderThread.runIfActive { self.store(render) }
                 // The one replaced is returned and let go after the lock: its deinit takes the lock too.
                 _ = state.withLock { state -> ResponseFile? in
                     state.rendering.remove(format)
@@ -146,7 +147,9 @@ final class ExportFiles: Sendable {
         }
     }
 
-    private func store(_ bytes: [UInt8]) -> ResponseFile? {
+    /// A new unlinked temporary file (in `TMPDIR`: the unit points it at the disk, not memory) filled by
+    /// `render`; nil if it cannot be written, or `render` failed.
+    private func store(_ render: (_ sink: ([UInt8]) throws -> Void) throws -> Void) -> ResponseFile? {
         let directory = getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp"
         var template = Array((directory + "/fieldlog-export-XXXXXX").utf8CString)
         let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
@@ -154,17 +157,18 @@ final class ExportFiles: Sendable {
         _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)  // the photo worker, a child, must not inherit it
         template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
         var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else {
-                close(descriptor)
-                return nil
+        do {
+            try render { bytes in
+                if let failure = FileIO.writeAll(bytes, to: descriptor) { throw failure }
+                written += bytes.count
             }
-            written += count
+        } catch {
+            close(descriptor)
+            return nil
         }
-        state.withLock { $0.held += bytes.count }
-        return ResponseFile(descriptor: descriptor, size: bytes.count) { [weak self] size in
+        let size = written
+        state.withLock { $0.held += size }
+        return ResponseFile(descriptor: descriptor, size: size) { [weak self] size in
             self?.state.withLock { $0.held -= size }
         }
     }

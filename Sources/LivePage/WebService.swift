@@ -182,8 +182,9 @@ public struct WebService: Service {
         // download never holds up the page, the event stream or other connections.
         let snapshot: (log: WalkLog, length: off_t)? = walk.look { view in view.map { ($0.log, $0.length) } }
         let rendered: ResponseFile?? = if let snapshot {
-            .some(await exports.file(format, walk: snapshot.log.id, length: snapshot.length, cached: cached) { [thumbnails] in
-                WalkExport.render(snapshot.log, as: format, isCached: { cached.contains($0) }) { thumbnails.read($0) }
+            .some(await exports.file(format, walk: snapshot.log.id, length: snapshot.length, cached: cached) { [thumbnails] sink in
+                try WalkExport.write(
+                    snapshot.log, as: format, isCached: { cached.contains($0) }, thumbnail: { thumbnails.read($0) }, to: sink)
             })
         } else {
             nil

@@ -28,7 +28,7 @@ public final class WalkRecorder: Sendable {
         var collapser = EpochCollapser()
         var walk: OpenWalk?
         /// An interrupted walk found at start-up, resumed or closed by the first fix.
-        var interrupted: WalkLog?
+        var interrupted: (log: WalkLog, restoration: WalkTracker.Restoration)?
         var lastSync: ContinuousClock.Instant
         /// The monotonic clock's origin for the time guard.
         let started: ContinuousClock.Instant
@@ -47,7 +47,8 @@ public final class WalkRecorder: Sendable {
 
         init(
             store: JournalStore, limits: WalkLimits, logger: Logger, syncInterval: Duration, clock: ContinuousClock,
-            writer: JournalWriter, started: ContinuousClock.Instant, timeGuard: GPSTimeGuard, interrupted: WalkLog?
+            writer: JournalWriter, started: ContinuousClock.Instant, timeGuard: GPSTimeGuard,
+            interrupted: (log: WalkLog, restoration: WalkTracker.Restoration)?
         ) {
             self.store = store
             self.limits = limits
@@ -104,7 +105,7 @@ public final class WalkRecorder: Sendable {
         let clock = ContinuousClock()
         let started = clock.now
         var timeGuard = GPSTimeGuard(lastGoodTime: nil, idleGap: limits.idleGap)
-        var interrupted: WalkLog?
+        var interrupted: (log: WalkLog, restoration: WalkTracker.Restoration)?
         try store.prepare()
         store.removeLeftovers()
         if let latest = try store.walkIDs().last {
@@ -112,14 +113,16 @@ public final class WalkRecorder: Sendable {
             if removed > 0 {
                 logger.warning("repaired walk \(latest): removed a torn last line of \(removed) bytes")
             }
-            let log = try store.read(latest)
+            var restoration = WalkTracker.Restoration()
+            let log = try store.read(latest) { restoration.add($0) }
             // The receiver's last good time: a fix before it, or far after it, is held until others confirm it.
             timeGuard = GPSTimeGuard(lastGoodTime: log.lastTime, idleGap: limits.idleGap)
             if !log.damagedLines.isEmpty {
-                logger.warning("walk \(latest): skipped damaged lines \(log.damagedLines)")
+                let more = log.damagedLineCount > log.damagedLines.count ? " and \(log.damagedLineCount - log.damagedLines.count) more" : ""
+                logger.warning("walk \(latest): skipped damaged lines \(log.damagedLines)\(more)")
             }
-            if log.isOpen, log.points.last != nil {
-                interrupted = log
+            if log.isOpen, log.lastPoint != nil {
+                interrupted = (log, restoration)
                 logger.info(
                     "walk \(latest) was interrupted at \(wholeMetres(log.distance)) m; it resumes if fixes continue within \(Int(limits.idleGap)) s"
                 )
@@ -221,8 +224,8 @@ extension WalkRecorder.Core {
                 lastFixTime: walk.tracker.lastPoint?.fix.time, storage: writer.trouble)
         } else {
             summary = WalkRecorder.Summary(
-                walkID: interrupted?.id, distance: interrupted?.distance ?? 0,
-                milestones: interrupted?.milestones.count ?? 0, lastFixTime: interrupted?.points.last?.fix.time,
+                walkID: interrupted?.log.id, distance: interrupted?.log.distance ?? 0,
+                milestones: interrupted?.log.milestones.count ?? 0, lastFixTime: interrupted?.log.lastPoint?.fix.time,
                 storage: writer.trouble)
         }
         summary.suspectFixes = suspectFixes
@@ -329,7 +332,7 @@ extension WalkRecorder.Core {
 
     /// Opens the walk `fix` belongs to: the interrupted one if it continues in time, else a new one.
     mutating func open(for fix: Fix) {
-        if let log = interrupted, let last = log.lastTime {
+        if let (log, restoration) = interrupted, let last = log.lastTime {
             interrupted = nil
             let pause = fix.time - last
             // A journal whose distance no walk could have (a speed of 1e308 once reached it) is not resumed as
@@ -342,7 +345,7 @@ extension WalkRecorder.Core {
                 writer.append(JournalCodec.encode(.walkEnd(time: last, distance: implausible.recomputed)), to: log.id)
                 sync()
             } else if pause > 0 && pause <= limits.idleGap {
-                let tracker = WalkTracker(limits: limits, restoring: log.points, milestones: log.milestones)
+                let tracker = WalkTracker(limits: limits, restoring: restoration, milestones: log.milestones)
                 walk = WalkRecorder.OpenWalk(id: log.id, tracker: tracker)
                 writer.current = log.id
                 logger.info("resuming walk \(log.id) after \(Int(pause)) s at \(wholeMetres(log.distance)) m")

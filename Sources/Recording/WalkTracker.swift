@@ -30,28 +30,67 @@ public struct WalkTracker: Sendable {
         self.limits = limits
     }
 
+    /// What rebuilding an interrupted walk needs of its journal's points, taken in one at a time as the
+    /// journal is read: the last segment's points of the estimator's memory (at most `maxPoints`), and
+    /// whether the last point before them that tells says the receiver measures speed.
+    public struct Restoration: Sendable {
+        /// Bounds what a journal of points that all share one time can make recovery hold: 20 Hz for the
+        /// estimator's memory.
+        static let maxPoints = 20 * Int(DistanceEstimator.memory)
+        /// The points kept are `points[first...]`: the ones before are let go a block at a time, not moved
+        /// down for every point added (a two-day walk at 10 Hz is 1.7 million of them).
+        private var points: [TrackPoint] = []
+        private var first = 0
+        fileprivate private(set) var measuresSpeed: Bool?
+
+        public init() {}
+
+        fileprivate var recent: ArraySlice<TrackPoint> { points[first...] }
+
+        public mutating func add(_ point: TrackPoint) {
+            let since = point.fix.time - DistanceEstimator.memory
+            while first < points.count,
+                points[first].segment != point.segment || points[first].fix.time < since
+                    || points.count - first >= Self.maxPoints
+            {
+                // A fix that tells whether the receiver measures speed: a course comes only with a measured
+                // speed, a missing speed only from a receiver without it.
+                if points[first].fix.speed == nil || points[first].fix.track != nil {
+                    measuresSpeed = points[first].fix.track != nil
+                }
+                first += 1
+            }
+            if first >= Self.maxPoints {
+                points.removeFirst(first)
+                first = 0
+            }
+            points.append(point)
+        }
+    }
+
     /// Rebuilds the state of an interrupted walk from its journal, so it continues without losing
-    /// distance or repeating a milestone.
+    /// distance or repeating a milestone: `points` are its points in order (all of them, or those a
+    /// `Restoration` kept).
     public init(limits: WalkLimits, restoring points: [TrackPoint], milestones: [Milestone]) {
+        var restoration = Restoration()
+        points.forEach { restoration.add($0) }
+        self.init(limits: limits, restoring: restoration, milestones: milestones)
+    }
+
+    public init(limits: WalkLimits, restoring restoration: Restoration, milestones: [Milestone]) {
         self.limits = limits
         milestoneCount = milestones.count
         if let last = milestones.last {
             nextMilestoneDistance = nextMultiple(after: last.distance)
         }
-        guard let last = points.last else { return }
+        guard let last = restoration.recent.last else { return }
         lastPoint = last
         distance = last.distance
         segment = last.segment
         // The estimator's state depends on the segment's last two minutes, and on whether the receiver
         // measures speed: replaying them rebuilds it.
-        let since = last.fix.time - DistanceEstimator.memory
-        var first = points.endIndex - 1
-        while first > points.startIndex, points[first - 1].segment == segment, points[first - 1].fix.time >= since {
-            first -= 1
-        }
-        let lastTelling = points[..<first].lastIndex { $0.fix.speed == nil || $0.fix.track != nil }
-        estimator = DistanceEstimator(measuresSpeed: lastTelling.map { points[$0].fix.track != nil } ?? false)
-        for point in points[first...] {
+        estimator = DistanceEstimator(measuresSpeed: restoration.measuresSpeed ?? false)
+        for point in restoration.recent {
             // Bounded as when the fix was recorded: a journal written before the bounds may hold a speed of 1e308.
             let fix = point.fix.bounded
             _ = estimator.advance(to: fix, positionError: positionError(of: fix), maxSpeed: limits.maxSpeed)
@@ -64,16 +103,15 @@ public struct WalkTracker: Sendable {
     public static func implausibleDistance(
         of log: WalkLog, limits: WalkLimits
     ) -> (reason: String, recomputed: Double)? {
-        guard let first = log.points.first, let last = log.points.last else { return nil }
+        guard let first = log.firstPoint, let last = log.lastPoint else { return nil }
         let duration = last.fix.time - first.fix.time
-        let errors = 3 * max(limits.minStep, limits.maxHorizontalError) * Double(log.points.count)
+        let errors = 3 * max(limits.minStep, limits.maxHorizontalError) * Double(log.pointCount)
         let claimed = max(log.distance, log.milestones.last?.distance ?? 0)
         // Written so that NaN is implausible too.
         guard !(claimed <= limits.maxSpeed * duration + errors) else { return nil }
         var tracker = WalkTracker(limits: limits)
-        for point in log.points {
-            _ = tracker.ingest(point.fix)
-        }
+        // A journal cut short meanwhile gives the distance of what is left of it.
+        try? log.forEachPoint { _ = tracker.ingest($0.fix) }
         return ("a distance of \(claimed) m in \(Int(duration)) s", tracker.distance)
     }
 

@@ -170,32 +170,21 @@ package final class ShareEngine {
     }
 
     private static func count(walk: String, store: JournalStore, every: Double, untilSessionOf pid: Int32?, withEnd: Bool) -> Int? {
-        guard let bytes = try? FileIO.readRegular(
-            JournalStore.prefix + walk + JournalStore.suffix, in: store.directory, maxBytes: JournalStore.maxJournalBytes)
-        else { return nil }
         var selector = ShareSelector(every: every)
         var count = 0
         var reached = false
         let marker = pid.map { "pid \($0)" }
-        forEachRecord(in: bytes[...]) { record in
-            if case let .event(event) = record, event.kind == .sessionStart, marker != nil, event.message == marker { reached = true }
-            if !reached { count += selector.feed(record).count }
+        do {
+            try JournalReader(path: store.path(for: walk)).forEachRecord(lastLineToo: true) { record, _ in
+                guard let record else { return }
+                if case let .event(event) = record, event.kind == .sessionStart, marker != nil, event.message == marker { reached = true }
+                if !reached { count += selector.feed(record).count }
+            }
+        } catch {
+            return nil
         }
         if withEnd && !selector.ended { count += selector.finish().count }
         return count
-    }
-
-    private static func forEachRecord(in bytes: ArraySlice<UInt8>, _ body: (JournalRecord) -> Void) {
-        bytes.withUnsafeBufferPointer { buffer in
-            var start = 0
-            while start < buffer.count {
-                let end = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) ?? buffer.count
-                if end > start, let record = JournalCodec.decode(UnsafeBufferPointer(rebasing: buffer[start..<end])) {
-                    body(record)
-                }
-                start = end + 1
-            }
-        }
     }
 
     /// One turn: read, send, take acknowledgements. Returns whether anything happened (the caller polls faster).
@@ -311,10 +300,8 @@ package final class ShareEngine {
     private func readLines(of walk: String) -> [[UInt8]] {
         let fd: Int32
         do {
-            fd = try FileIO.openRegular(
-                JournalStore.prefix + walk + JournalStore.suffix, in: store.directory,
-                maxBytes: JournalStore.maxJournalBytes
-            ).descriptor
+            fd = try FileIO.openRegular(JournalStore.prefix + walk + JournalStore.suffix, in: store.directory, maxBytes: .max)
+                .descriptor
         } catch {
             return []
         }

@@ -147,19 +147,42 @@ public enum FileIO {
     /// Replaces `path` whole: writes a temporary file beside it and renames it over `path`, so readers see
     /// the old file or the new one, never half. `durable` also syncs the data before the rename.
     public static func replace(_ path: String, with bytes: some Collection<UInt8>, durable: Bool) throws(FileIOError) {
+        do {
+            try replace(path, durable: durable) { write in try write(Array(bytes)) }
+        } catch let error as FileIOError {
+            throw error
+        } catch {
+            throw FileIOError(.write, path: path, reason: "\(error)")
+        }
+    }
+
+    /// Replaces `path` whole with what `body` hands to the `write` it is given, a chunk at a time, as
+    /// `replace(_:with:durable:)` does. Whatever `body` throws leaves `path` as it was, and is rethrown.
+    public static func replace(
+        _ path: String, durable: Bool, writing body: (_ write: ([UInt8]) throws -> Void) throws -> Void
+    ) throws {
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { String(path[...$0]) } ?? ""
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
         let temporary = directory + ".\(name).\(getpid()).tmp"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw FileIOError(.write, path: path, reason: String(cString: strerror(errno))) }
-        var failure = writeAll(bytes, to: descriptor)?.number
-        if failure == nil && durable && fsync(descriptor) != 0 { failure = errno }
-        close(descriptor)
-        if failure == nil && rename(temporary, path) != 0 { failure = errno }
-        if let failure {
+        do {
+            defer { close(descriptor) }
+            try body { bytes in
+                if let failure = writeAll(bytes, to: descriptor) {
+                    throw FileIOError(.write, path: path, reason: failure.reason, number: failure.number)
+                }
+            }
+            if durable && fsync(descriptor) != 0 { throw FileIOError(.write, path: path, number: errno) }
+        } catch {
             unlink(temporary)
-            throw FileIOError(.write, path: path, reason: String(cString: strerror(failure)))
+            throw error
+        }
+        if rename(temporary, path) != 0 {
+            let number = errno
+            unlink(temporary)
+            throw FileIOError(.write, path: path, number: number)
         }
     }
 }

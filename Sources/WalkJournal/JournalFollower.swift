@@ -1,48 +1,45 @@
 import Glibc
 import SystemIO
 
-/// Reads a growing journal from where it last stopped, handing out complete lines only: the writer may
-/// be in the middle of appending one.
+/// Reads a growing journal from where it last stopped, handing out complete lines only (the writer may be
+/// in the middle of appending one), a bounded chunk at a time.
 public final class JournalFollower {
     public let path: String
-    /// Bytes of the file read so far.
+    /// Bytes of the file read so far: complete lines only.
     public private(set) var offset: off_t
-    private var partial: [UInt8] = []
+    /// The last call stopped at its bound with more of the file left to read.
+    public private(set) var hasMore = false
+    private static let chunkBytes: off_t = 1 << 20
 
     public init(path: String, from offset: off_t = 0) {
         self.path = path
         self.offset = offset
     }
 
-    /// The complete lines appended since the last call. Only from a regular file of at most
-    /// `JournalStore.maxJournalBytes`, opened without following a link or waiting on a FIFO; anything else
-    /// gives no lines (and is told of once).
+    /// The complete lines appended since the last call, about 1 MiB of them at most (`hasMore` tells
+    /// whether there are more). Only from a regular file, opened without following a link or waiting on a
+    /// FIFO; anything else gives no lines (and is told of once). A line too long to be a record is left out.
     public func newLines() -> [Substring] {
-        let slash = path.lastIndex(of: "/")
-        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
-        let fd: Int32
+        let reader = JournalReader(path: path)
+        var lines: [Substring] = []
+        func keep(_ line: UnsafeBufferPointer<UInt8>?) {
+            lines.append(line.map { Substring(decoding: $0, as: UTF8.self) } ?? "")
+        }
+        let start = offset
         do {
-            fd = try FileIO.openRegular(name, in: directory, maxBytes: JournalStore.maxJournalBytes).descriptor
-        } catch {
+            var pass = try reader.forEachLine(from: offset, limit: offset + Self.chunkBytes, keep)
+            if pass.lines == 0 && pass.unfinished >= JournalReader.maxLineBytes {
+                // A line longer than the bound: read on to its end, as the damaged line it is.
+                pass = try reader.forEachLine(from: offset, maxLines: 1, keep)
+            }
+            offset = pass.end
+            hasMore = pass.end + off_t(pass.unfinished) >= start + Self.chunkBytes
+        } catch let error as FileIOError {
             RefusedFiles.report(error)
-            return []
+            hasMore = false
+        } catch {
+            hasMore = false
         }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        var bytes = partial
-        while offset < JournalStore.maxJournalBytes {
-            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, offset) }
-            guard count > 0 else { break }
-            bytes += buffer[0..<count]
-            offset += off_t(count)
-        }
-        guard let lastNewline = bytes.lastIndex(of: UInt8(ascii: "\n")) else {
-            partial = bytes
-            return []
-        }
-        partial = Array(bytes[(lastNewline + 1)...])
-        return bytes[..<lastNewline].split(separator: UInt8(ascii: "\n"))
-            .map { Substring(decoding: $0, as: UTF8.self) }
+        return lines.filter { !$0.isEmpty }
     }
 }

@@ -14,10 +14,6 @@ public struct JournalStore: Sendable {
 
     package static let prefix = "walk-"
     package static let suffix = ".jsonl"
-    /// The largest journal read: about five days of walking without a pause at one fix a second (150 bytes a
-    /// fix), far beyond any walk, and a bound on what a damaged or planted file can make fieldlog allocate.
-    public static let maxJournalBytes = 64 << 20
-
     public func path(for id: String) -> String {
         directory + "/" + Self.prefix + id + Self.suffix
     }
@@ -44,8 +40,8 @@ public struct JournalStore: Sendable {
         }
     }
 
-    /// Walk ids, oldest first: journals that are regular files of at most `maxJournalBytes`. A link, a FIFO
-    /// (opening it would wait for a writer for ever) or an oversized file named like a journal is skipped
+    /// Walk ids, oldest first: journals that are regular files, of any size (they are read a chunk at a
+    /// time). A link or a FIFO (opening it would wait for a writer for ever) named like a journal is skipped
     /// and told of once: no command, nor the recorder, reads it.
     public func walkIDs() throws(JournalError) -> [String] {
         let names: [String]
@@ -65,12 +61,8 @@ public struct JournalStore: Sendable {
     private func isJournal(_ name: String, in parent: Int32) -> Bool {
         var status = stat()
         guard parent >= 0, fstatat(parent, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
-        let reason =
-            status.st_mode & S_IFMT != S_IFREG ? "not a regular file"
-            : status.st_size > Self.maxJournalBytes ? "\(status.st_size) bytes, more than the \(Self.maxJournalBytes) a journal may hold"
-            : nil
-        guard let reason else { return true }
-        RefusedFiles.report(FileIOError(.read, path: directory + "/" + name, reason: reason, number: EINVAL))
+        guard status.st_mode & S_IFMT != S_IFREG else { return true }
+        RefusedFiles.report(FileIOError(.read, path: directory + "/" + name, reason: "not a regular file", number: EINVAL))
         return false
     }
 
@@ -112,13 +104,19 @@ public struct JournalStore: Sendable {
         try file.sync()
     }
 
+    /// Walk `id` as its journal now stands, read a chunk at a time; its points are read again when asked.
     public func read(_ id: String) throws(JournalError) -> WalkLog {
-        let path = path(for: id)
+        try read(id, eachPoint: { _ in })
+    }
+
+    /// Walk `id`, handing each track point to `eachPoint` as it is read.
+    public func read(_ id: String, eachPoint: (TrackPoint) -> Void) throws(JournalError) -> WalkLog {
         do {
-            return WalkLog.parse(
-                id: id, contents: try FileIO.readRegular(Self.prefix + id + Self.suffix, in: directory, maxBytes: Self.maxJournalBytes))
+            return try WalkLog.read(id: id, path: path(for: id), eachPoint: eachPoint)
+        } catch let error as FileIOError {
+            throw JournalError(.cannotRead, path: error.path, reason: error.reason, errno: error.number)
         } catch {
-            throw JournalError(.cannotRead, path: path, reason: error.reason)
+            throw JournalError(.cannotRead, path: path(for: id), reason: "\(error)")
         }
     }
 

@@ -8,6 +8,14 @@ package struct ByteWriter {
         bytes.reserveCapacity(capacity)
     }
 
+    /// Hands what was written to `sink` once it holds `threshold` bytes or more, and starts again empty:
+    /// what a long export holds is one chunk.
+    package mutating func drain(over threshold: Int, into sink: ([UInt8]) throws -> Void) rethrows {
+        guard !bytes.isEmpty, bytes.count >= threshold else { return }
+        try sink(bytes)
+        bytes.removeAll(keepingCapacity: true)
+    }
+
     package mutating func append(_ text: String) {
         // Literals and native Strings are contiguous UTF-8: one copy, not a walk over the UTF8View.
         var text = text

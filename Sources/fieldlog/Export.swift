@@ -55,9 +55,10 @@ struct Export: ParsableCommand, ConfiguredCommand {
         } catch {
             throw CleanExit.failure("fieldlog: \(error)")
         }
-        if !log.damagedLines.isEmpty {
-            let count = log.damagedLines.count
-            let lines = log.damagedLines.map(String.init).joined(separator: ", ")
+        if log.damagedLineCount > 0 {
+            let count = log.damagedLineCount
+            var lines = log.damagedLines.map(String.init).joined(separator: ", ")
+            if count > log.damagedLines.count { lines += " and \(count - log.damagedLines.count) more" }
             let noun = count == 1 ? "line" : "lines"
             let message = "fieldlog: skipped \(count) damaged \(noun) in walk \(log.id): \(lines)\n"
             writeStandardError(message)
@@ -65,10 +66,19 @@ struct Export: ParsableCommand, ConfiguredCommand {
         // One listing of the cache, not a stat per milestone: a day's walk has a thousand of them.
         let thumbnails = ThumbnailFiles(directory: cacheDir)
         let cached = thumbnails.listing()
-        let bytes = WalkExport.render(log, as: format, isCached: { cached.contains($0) }, thumbnail: thumbnails.read)
+        // Written as it is made, a chunk at a time: a two-day walk exports to hundreds of MB.
+        func export(to sink: ([UInt8]) throws -> Void) throws {
+            try WalkExport.write(log, as: format, isCached: { cached.contains($0) }, thumbnail: thumbnails.read, to: sink)
+        }
         if output == "-" {
-            if let failure = FileIO.writeAll(bytes, to: STDOUT_FILENO) {
+            do {
+                try export { bytes in
+                    if let failure = FileIO.writeAll(bytes, to: STDOUT_FILENO) { throw failure }
+                }
+            } catch let failure as FileIOError where failure.path.hasPrefix("/dev/fd/") {
                 throw CleanExit.failure("fieldlog: cannot write to standard output: \(failure.reason)")
+            } catch {
+                throw CleanExit.failure("fieldlog: \(error)")
             }
         } else {
             // Written whole or not at all, and synced: an export is what the walker takes home. Renaming over
@@ -85,7 +95,7 @@ struct Export: ParsableCommand, ConfiguredCommand {
                 throw CleanExit.failure("fieldlog: \(output) is \(kind); an export is written only as a regular file")
             }
             do {
-                try FileIO.replace(output, with: bytes, durable: true)
+                try FileIO.replace(output, durable: true) { write in try export(to: write) }
             } catch {
                 throw CleanExit.failure("fieldlog: \(error)")
             }

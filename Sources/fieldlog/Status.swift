@@ -26,9 +26,10 @@ struct Status: ParsableCommand, ConfiguredCommand {
 
     func run() throws {
         let store = JournalStore(directory: stateDirectory.path)
-        let log: WalkLog?
+        let log: WalkSummary?
         do {
-            log = try store.walkIDs().last.map { try store.read($0) }
+            // The index, read on from where it stopped: a long walk's journal is not read again each time.
+            log = try WalkIndex.summaries(in: store).last
         } catch {
             throw CleanExit.failure("fieldlog: \(error)")
         }
@@ -37,20 +38,20 @@ struct Status: ParsableCommand, ConfiguredCommand {
     }
 
     /// What `status` prints, each line with its newline.
-    private func lines(log: WalkLog?, status: StatusFile.Contents?, directory: String) -> [String] {
+    private func lines(log: WalkSummary?, status: StatusFile.Contents?, directory: String) -> [String] {
         var lines: [String] = []
         func add(_ line: String) { lines.append(line + "\n") }
         let now = Date().timeIntervalSince1970
         if let log {
-            let state = log.isOpen ? "open" : "ended"
+            let state = log.ended == nil ? "open" : "ended"
             add("walk       \(log.id) (\(state))")
-            add("distance   \(log.distance.wholeText) m, \(log.milestones.count) milestones")
-            if let last = log.points.last {
-                var line = "last fix   \(Timestamp.format(last.fix.time))"
+            add("distance   \(log.distance.wholeText) m, \(log.milestones) milestones")
+            if let lastFixTime = log.lastFixTime {
+                var line = "last fix   \(Timestamp.format(lastFixTime))"
                 if let wall = status?.lastFixWall, status?.walk == log.id {
                     // status.json is a few seconds behind the journal: fixes journaled since it was written
                     // arrived later by as much GPS time as they are newer.
-                    let newer = status?.lastFixTime.flatMap(Timestamp.parse).map { last.fix.time - $0 } ?? 0
+                    let newer = status?.lastFixTime.flatMap(Timestamp.parse).map { lastFixTime - $0 } ?? 0
                     line += ", \(max(0, now - wall - max(0, newer)).wholeText) s ago"
                 }
                 add(line)

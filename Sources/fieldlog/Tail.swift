@@ -50,7 +50,13 @@ struct Tail: ParsableCommand, ConfiguredCommand {
         }
         var follower = walk.map { JournalFollower(path: store.path(for: $0)) }
         if let follower {
-            try emit(lines(from: follower).suffix(self.lines))
+            // The last lines of a journal of any size, read a chunk at a time.
+            var last: [String] = []
+            repeat {
+                last += lines(from: follower)
+                last.removeFirst(max(0, last.count - self.lines))
+            } while follower.hasMore
+            try emit(last)
         } else if !follow {
             try emit(["no walks in \(store.directory) yet"])
             return
@@ -60,13 +66,13 @@ struct Tail: ParsableCommand, ConfiguredCommand {
         while true {
             usleep(500_000)
             if let follower {
-                try emit(lines(from: follower))
+                repeat { try emit(lines(from: follower)) } while follower.hasMore
             }
             if let newest = (try? store.walkIDs())?.last, newest != walk {
                 walk = newest
                 let next = JournalFollower(path: store.path(for: newest))
                 follower = next
-                try emit(lines(from: next))
+                repeat { try emit(lines(from: next)) } while next.hasMore
             }
         }
     }

@@ -110,7 +110,8 @@ final class SharingNetworkTests {
         #expect(comparison.unexpected.isEmpty && !comparison.outOfOrder)
         #expect(comparison.mostCopies <= 2, "a point seen at most twice")
         #expect(comparison.duplicates <= 2 * SharingFaultTests.window, "\(comparison.duplicates) duplicates")
-        #expect(expected.count > 40)
+        // Fixes fed while no recorder read them (or while a loaded machine lagged) are not in the walk: a floor only.
+        #expect(expected.count > 20, "\(expected.count) points in the walk")
         recorder.signal(SIGTERM)
         let outcome = await recorder.wait(timeout: 20)
         #expect(outcome.status == 0)

@@ -105,9 +105,11 @@ struct TamperedFilesTests {
         serving.signal(SIGTERM)
         let stopped = await serving.wait(timeout: 30)
         #expect(stopped.status == 0, "\(stopped.stderr)")
-        // Promptly (a read of the FIFO would never end); the margin is for a machine loaded by other tests.
+        // On its own, the page not killed: a page stuck reading the FIFO would be, after the supervisor's
+        // 8 s. The time's margin is for a CI machine loaded by the other suites (15.8 s seen there once).
         let stopSeconds = Date().timeIntervalSince(stopping)
-        #expect(stopSeconds < 15, "stopped after \(stopSeconds) s: \(stopped.stderr.suffix(2000))")
+        #expect(!stopped.stderr.contains("did not stop within"), "\(stopped.stderr.suffix(2000))")
+        #expect(stopSeconds < 25, "stopped after \(stopSeconds) s: \(stopped.stderr.suffix(2000))")
         #expect(stopped.stderr.contains("skipped \(cache)/evil.jpg"), "\(stopped.stderr)")
 
         // `fieldlog export` of the same walk and cache: the good thumbnail only, promptly.
@@ -120,7 +122,7 @@ struct TamperedFilesTests {
         #expect(!html.contains(Self.secretInline) && html.components(separatedBy: "data:image/jpeg;base64,").count - 1 == 1)
         #expect(exportSeconds < 10)
         #expect(exported.stderr.contains("fifo.jpg") && exported.stderr.contains("sparse.jpg"), "\(exported.stderr)")
-        print("tampered cache: answers within \(String(format: "%.2f", slowest)) s, peak \(peak / 1024) MB, export \(String(format: "%.2f", exportSeconds)) s")
+        print("tampered cache: answers within \(String(format: "%.2f", slowest)) s, peak \(peak / 1024) MB, stop \(String(format: "%.2f", stopSeconds)) s, export \(String(format: "%.2f", exportSeconds)) s")
     }
 
     /// A command of `fieldlog` under a 4 GiB address space, so that one that would read a huge file fails

@@ -154,6 +154,25 @@ struct DistanceTests {
         #expect(abs(tracker.distance - walk.trueDistance) < 0.06 * walk.trueDistance, "\(tracker.distance) m")
     }
 
+    /// A walk longer than what recovery keeps at once (its points are let go in blocks of
+    /// `WalkTracker.Restoration.maxPoints`) continues exactly after a restart late in it.
+    @Test func restartLateInALongWalkNeitherLosesNorRepeatsDistance() {
+        var walk = SyntheticWalk(seed: 7, receiver: .realistic(wander: 4, reportedError: 15))
+        walk.add([.leg(metres: 4000, speed: 1.4), .stand(seconds: 300, jitter: 0.5), .leg(metres: 3000, speed: 1.4)])
+        #expect(walk.fixes.count > 5000)
+        var uninterrupted = WalkTracker(limits: WalkLimits())
+        let all = walk.fixes.flatMap { uninterrupted.ingest($0) }
+        for split in [2700, 4100, walk.fixes.count - 40] {
+            var first = WalkTracker(limits: WalkLimits())
+            var events = walk.fixes[..<split].flatMap { first.ingest($0) }
+            let log = journaled(events)
+            var restored = WalkTracker(limits: WalkLimits(), restoring: log.points, milestones: log.milestones)
+            events += walk.fixes[split...].flatMap { restored.ingest($0) }
+            #expect(abs(restored.distance - uninterrupted.distance) < 0.1, "split at \(split)")
+            #expect(milestoneIndices(events) == milestoneIndices(all), "split at \(split)")
+        }
+    }
+
     /// A restart anywhere in a walk continues it exactly: the estimator's state comes back from the journal.
     @Test(arguments: [(PathShape.switchbacks, true), (.streetGrid, false), (.stops, true), (.tunnels, true)])
     func restartMidWalkNeitherLosesNorRepeatsDistance(shape: PathShape, measuresSpeed: Bool) {

@@ -46,11 +46,11 @@ private let closedWalk = walk([
 ])
 
 private func text(_ log: WalkLog, _ format: ExportFormat) -> String {
-    String(decoding: WalkExport.render(log, as: format), as: UTF8.self)
+    String(decoding: try! WalkExport.render(log, as: format), as: UTF8.self)
 }
 
 private func object(_ log: WalkLog, _ format: ExportFormat) throws -> [String: Any] {
-    let data = Data(WalkExport.render(log, as: format))
+    let data = Data(try WalkExport.render(log, as: format))
     return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
 }
 
@@ -167,14 +167,14 @@ private let xmllint = ["/usr/bin/xmllint", "/bin/xmllint"].first { FileManager.d
 
 @Test(.enabled(if: xmllint != nil, "needs xmllint (apt: libxml2-utils)"))
 func gpxValidatesAgainstTheOfficialSchema() throws {
-    #expect(try schemaErrors(WalkExport.render(closedWalk, as: .gpx)) == nil)
-    #expect(try schemaErrors(WalkExport.render(photographed, as: .gpx)) == nil, "milestone photos linked")
-    #expect(try schemaErrors(WalkExport.render(starredWalk, as: .gpx)) == nil, "favourites marked")
+    #expect(try schemaErrors(try WalkExport.render(closedWalk, as: .gpx)) == nil)
+    #expect(try schemaErrors(try WalkExport.render(photographed, as: .gpx)) == nil, "milestone photos linked")
+    #expect(try schemaErrors(try WalkExport.render(starredWalk, as: .gpx)) == nil, "favourites marked")
     // Text to escape, a longitude of exactly 180° (GPX wants [-180, 180)), tiny numbers, no milestones.
     let awkward = walk(
         [point(0, 0.00001, 180, altitude: -0.5), point(1, -0.00001, -179.9999999, distance: 1)], id: "<a&b>'\"")
-    #expect(try schemaErrors(WalkExport.render(awkward, as: .gpx)) == nil)
-    #expect(try schemaErrors(WalkExport.render(walk([]), as: .gpx)) == nil)
+    #expect(try schemaErrors(try WalkExport.render(awkward, as: .gpx)) == nil)
+    #expect(try schemaErrors(try WalkExport.render(walk([]), as: .gpx)) == nil)
 }
 
 @Test func gpxWritesSmallNumbersPlain() {
@@ -301,7 +301,7 @@ private let photographed: WalkLog = {
 
 @Test func jsonCarriesPhotoAttributionAndWhetherItIsCached() throws {
     for cached in [true, false] {
-        let data = Data(WalkExport.render(photographed, as: .json, isCached: { _ in cached }))
+        let data = Data(try WalkExport.render(photographed, as: .json, isCached: { _ in cached }))
         let root = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let milestones = try #require(root["milestones"] as? [[String: Any]])
         let photo = try #require(milestones[0]["photo"] as? [String: Any])
@@ -363,7 +363,7 @@ private let starredWalk: WalkLog = {
         imageURL: "https://live.staticflickr.com/1/1_a_z.jpg")
     log.apply(.photo(MilestonePhoto(milestone: 0, source: "flickr", outcome: .found(hostile, distance: 3, cacheKey: "flickr-1"))))
     let jpeg: [UInt8] = [0xFF, 0xD8, 0xFF, 0xD9]
-    let html = String(decoding: WalkExport.render(log, as: .html, isCached: { _ in true }, thumbnail: { _ in jpeg }), as: UTF8.self)
+    let html = String(decoding: try WalkExport.render(log, as: .html, isCached: { _ in true }, thumbnail: { _ in jpeg }), as: UTF8.self)
     #expect(html.hasPrefix("<!DOCTYPE html>"))
     #expect(html.contains("Content-Security-Policy\" content=\"default-src 'none'; img-src data:"))
     #expect(!html.lowercased().contains("<script"))

@@ -673,8 +673,11 @@ private let rollover = 1024.0 * 7 * 86_400
         }
     }
     #expect(WalkTracker.implausibleDistance(of: log, limits: WalkLimits()) == nil)
-    var absurd = log
-    absurd.points[absurd.points.count - 1].distance = 1e11
+    var absurd = WalkLog(id: "w")
+    for (number, var point) in log.points.enumerated() {
+        if number == log.points.count - 1 { point.distance = 1e11 }
+        absurd.apply(.point(point))
+    }
     let verdict = try #require(WalkTracker.implausibleDistance(of: absurd, limits: WalkLimits()))
     #expect(abs(verdict.recomputed - tracker.distance) < 0.01)
     #expect(verdict.reason == "a distance of 100000000000.0 m in 100 s")
