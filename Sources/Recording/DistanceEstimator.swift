@@ -1,3 +1,4 @@
+import Glibc
 import WalkModel
 
 /// How far the walker went between consecutive fixes of one track segment.
@@ -39,6 +40,9 @@ package struct DistanceEstimator: Sendable {
     package static let stopRadius = 8.0
     /// While a Doppler speed says standing, a start needs the position to move away at every fix for this long.
     package static let departureSeconds = 20.0
+    /// cos 45 degrees: courses this close agree with each other and with the positions' way
+    /// (`coursesFollowPositions`).
+    private static let courseAgreement = 0.5.squareRoot()
     /// While a Doppler speed says standing, the walker's pace is its median over this many seconds before.
     package static let paceSeconds = 10.0
     /// How far back a replay has to start to rebuild the state: the window, and where counting last
@@ -51,6 +55,8 @@ package struct DistanceEstimator: Sendable {
         var longitude: Double
         /// Doppler speed, m/s; nil when the receiver measures none.
         var speed: Double?
+        /// The course over ground, degrees true, when the receiver sent one.
+        var track: Double?
     }
 
     /// The fixes of the last `startSeconds` (and the one before), oldest first.
@@ -97,7 +103,8 @@ package struct DistanceEstimator: Sendable {
             measuresSpeed = true
         }
         let sample = Sample(
-            time: fix.time, latitude: fix.latitude, longitude: fix.longitude, speed: measuresSpeed ? fix.speed : nil)
+            time: fix.time, latitude: fix.latitude, longitude: fix.longitude, speed: measuresSpeed ? fix.speed : nil,
+            track: fix.track)
         defer { remember(sample) }
         guard let previous = samples.last else { return 0 }
         let elapsed = sample.time - previous.time
@@ -215,6 +222,40 @@ package struct DistanceEstimator: Sendable {
     /// 5 m, but up to 88 % with 8 m, which then count as walked).
     private func keepsGoing(from start: Sample, to sample: Sample, paced: Double) -> Bool {
         chordPath(from: start, to: sample) >= max(paced * 2 / 3, Self.startRadius)
+            && coursesFollowPositions(from: start, to: sample)
+    }
+
+    /// Whether the courses reported from `start` to `end` point along the positions' way: in at least two thirds
+    /// of its chords of `chordSeconds`, and at least two, three or more courses agree with each other and their
+    /// sum lies within 45 degrees of the chord. Where the speed says standing, a walker's receiver still reports
+    /// where it heads (gpsd 3.25 gives a GLL-first plotter's compass heading), while a standing receiver's course
+    /// is the direction of its speed's noise, different at every fix; one that leaves the course out when slow
+    /// shows none. Without this, a wander of 8-12 m passes the path's test alone: stops of 30-50 s counted as
+    /// walked at the pace before (+69 m for a 50 s stop).
+    private func coursesFollowPositions(from start: Sample, to end: Sample) -> Bool {
+        var (chords, following) = (0, 0)
+        var from = start
+        var course = (east: 0.0, north: 0.0, reports: 0)
+        // Whole chords only: over a second or two the positions' way is their noise.
+        for sample in samples.filter({ $0.time > start.time && $0.time < end.time }) + [end] {
+            if let track = sample.track {
+                course = (course.east + sin(track * .pi / 180), course.north + cos(track * .pi / 180), course.reports + 1)
+            }
+            guard sample.time - from.time >= Self.chordSeconds else { continue }
+            chords += 1
+            let way = Geodesy.displacement(from: (from.latitude, from.longitude), to: (sample.latitude, sample.longitude))
+            let wayLength = (way.east * way.east + way.north * way.north).squareRoot()
+            let courseLength = (course.east * course.east + course.north * course.north).squareRoot()
+            // Courses that agree: the sum of n random directions is about root n long, of n alike nearly n.
+            if course.reports >= 3 && courseLength >= Self.courseAgreement * Double(course.reports)
+                && way.east * course.east + way.north * course.north >= Self.courseAgreement * wayLength * courseLength
+            {
+                following += 1
+            }
+            from = sample
+            course = (0, 0, 0)
+        }
+        return chords >= 2 && 3 * following >= 2 * chords
     }
 
     /// When the speed says moving again before the positions started or showed the walker going on: the way
