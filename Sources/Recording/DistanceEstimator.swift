@@ -1,3 +1,4 @@
+import Glibc
 import WalkModel
 
 /// How far the walker went between consecutive fixes of one track segment.
@@ -17,8 +18,10 @@ import WalkModel
 /// zero (or one derived from a stale position) with a course for receivers that begin their second with
 /// GLL, for tens of seconds at a time. While the speed says standing, the positions are measured as for a
 /// receiver without speed, but start only after moving away from where the speed stopped at every fix of
-/// `departureSeconds` (a wandering position turns back within seconds); the whole way from there counts.
-/// When the speed says moving again first, that way counts if it is longer than wandering goes meanwhile.
+/// `departureSeconds` (a wandering position turns back within seconds); the whole way from there counts,
+/// no faster than the walker's Doppler pace before. Once the positions show that the walker kept going
+/// (`keepsGoing`), that pace counts, from where the speed said standing. When the speed says moving again
+/// first, the way from where counting stopped counts if it is longer than wandering goes meanwhile.
 ///
 /// The state is a function of the last minute of fixes, so a walk restored from its journal continues
 /// exactly as it would have (see `WalkTracker.init(limits:restoring:milestones:)`).
@@ -37,6 +40,11 @@ package struct DistanceEstimator: Sendable {
     package static let stopRadius = 8.0
     /// While a Doppler speed says standing, a start needs the position to move away at every fix for this long.
     package static let departureSeconds = 20.0
+    /// cos 45 degrees: courses this close agree with each other and with the positions' way
+    /// (`coursesFollowPositions`).
+    private static let courseAgreement = 0.5.squareRoot()
+    /// While a Doppler speed says standing, the walker's pace is its median over this many seconds before.
+    package static let paceSeconds = 10.0
     /// How far back a replay has to start to rebuild the state: the window, and where counting last
     /// stopped within it.
     package static let memory = 2 * startSeconds + speedGap
@@ -47,6 +55,8 @@ package struct DistanceEstimator: Sendable {
         var longitude: Double
         /// Doppler speed, m/s; nil when the receiver measures none.
         var speed: Double?
+        /// The course over ground, degrees true, when the receiver sent one.
+        var track: Double?
     }
 
     /// The fixes of the last `startSeconds` (and the one before), oldest first.
@@ -59,6 +69,12 @@ package struct DistanceEstimator: Sendable {
     private var stoppedAt: Sample?
     /// Whether the Doppler speed said standing at the last fix: the positions then measure, strictly.
     private var standingBySpeed = false
+    /// The last fix the Doppler speed counted before it said standing and the walker's pace then, if it had one
+    /// (`pace(before:)`); what the positions counted since.
+    private var paceBeforeStanding: (since: Sample, pace: Double)?
+    private var countedWhileStanding = 0.0
+    /// Whether the positions have shown since that the walker kept going (`keepsGoing`): the pace counts.
+    private var keptGoing = false
 
     package init(measuresSpeed: Bool = false) {
         self.measuresSpeed = measuresSpeed
@@ -70,6 +86,7 @@ package struct DistanceEstimator: Sendable {
         movingByPosition = false
         stoppedAt = nil
         standingBySpeed = false
+        (paceBeforeStanding, countedWhileStanding, keptGoing) = (nil, 0, false)
     }
 
     /// Distance in metres from the previous fix to `fix`, which must be later; 0 for a segment's first fix.
@@ -86,7 +103,8 @@ package struct DistanceEstimator: Sendable {
             measuresSpeed = true
         }
         let sample = Sample(
-            time: fix.time, latitude: fix.latitude, longitude: fix.longitude, speed: measuresSpeed ? fix.speed : nil)
+            time: fix.time, latitude: fix.latitude, longitude: fix.longitude, speed: measuresSpeed ? fix.speed : nil,
+            track: fix.track)
         defer { remember(sample) }
         guard let previous = samples.last else { return 0 }
         let elapsed = sample.time - previous.time
@@ -97,10 +115,26 @@ package struct DistanceEstimator: Sendable {
             }
             let median = movingSpeed(endingWith: speed, at: sample.time)
             guard median > 0 else {
-                if !standingBySpeed { (standingBySpeed, movingByPosition) = (true, false) }
-                return positionStep(to: sample, strict: true)
+                if !standingBySpeed {
+                    (standingBySpeed, movingByPosition, keptGoing) = (true, false, false)
+                    paceBeforeStanding = pace(before: previous).map { (previous, $0) }
+                    countedWhileStanding = 0
+                }
+                let byPosition = positionStep(to: sample, strict: true)
+                // A stretch longer than the window is left to the positions, as a restored walk would see it.
+                if let since = paceBeforeStanding?.since, since.time <= samples[0].time {
+                    (paceBeforeStanding, keptGoing) = (nil, false)
+                }
+                guard let (start, pace) = paceBeforeStanding else { return byPosition }
+                let paced = pace * (sample.time - start.time)
+                keptGoing = keptGoing || keepsGoing(from: start, to: sample, paced: paced)
+                // Positions overcount a walker's way by their wander: no faster than the pace before.
+                let upToPace = max(0, paced - countedWhileStanding)
+                let step = keptGoing ? upToPace : min(byPosition, upToPace)
+                countedWhileStanding += step
+                return step
             }
-            let resumed = standingBySpeed && !movingByPosition ? walkedWhileStanding(until: previous) : 0
+            let resumed = standingBySpeed && !movingByPosition && !keptGoing ? walkedWhileStanding(until: previous) : 0
             // Counted up to here: positions taking over later measure from this fix.
             (movingByPosition, standingBySpeed, stoppedAt) = (false, false, sample)
             let integrated = elapsed * median
@@ -178,12 +212,86 @@ package struct DistanceEstimator: Sendable {
         return movingByPosition ? distance(start, sample) : 0
     }
 
-    /// When the speed says moving again before the positions started: the way from where counting stopped
-    /// (within the window) to `end` if it is longer than a wandering position goes in that time, else 0.
+    /// Whether the walker went on from `start`, where the speed said standing, to `sample` at about the pace
+    /// before (`paced` metres). Positions alone measure the chords of that way, short by its turns (legs of
+    /// 25-40 m: a fifth), so the pace counts it. A stop shows in the positions: over `chordSeconds` a standing
+    /// receiver's position wanders by metres, growing with the root of the time, while a walker's moves on by
+    /// pace times time, a turn cutting only the chord around it. So the walker went on if the positions' path in
+    /// such chords is at least two thirds of `paced` and as far as a start (measured on generated walks over
+    /// 40 s: 73-117 % for legs of 25 m and more; stops of 20-50 s after walking at most 56 % with a wander of
+    /// 5 m, but up to 88 % with 8 m, which then count as walked).
+    private func keepsGoing(from start: Sample, to sample: Sample, paced: Double) -> Bool {
+        chordPath(from: start, to: sample) >= max(paced * 2 / 3, Self.startRadius)
+            && coursesFollowPositions(from: start, to: sample)
+    }
+
+    /// Whether the courses reported from `start` to `end` point along the positions' way: in at least two thirds
+    /// of its chords of `chordSeconds`, and at least two, three or more courses agree with each other and their
+    /// sum lies within 45 degrees of the chord. Where the speed says standing, a walker's receiver still reports
+    /// where it heads (gpsd 3.25 gives a GLL-first plotter's compass heading), while a standing receiver's course
+    /// is the direction of its speed's noise, different at every fix; one that leaves the course out when slow
+    /// shows none. Without this, a wander of 8-12 m passes the path's test alone: stops of 30-50 s counted as
+    /// walked at the pace before (+69 m for a 50 s stop).
+    private func coursesFollowPositions(from start: Sample, to end: Sample) -> Bool {
+        var (chords, following) = (0, 0)
+        var from = start
+        var course = (east: 0.0, north: 0.0, reports: 0)
+        // Whole chords only: over a second or two the positions' way is their noise.
+        for sample in samples.filter({ $0.time > start.time && $0.time < end.time }) + [end] {
+            if let track = sample.track {
+                course = (course.east + sin(track * .pi / 180), course.north + cos(track * .pi / 180), course.reports + 1)
+            }
+            guard sample.time - from.time >= Self.chordSeconds else { continue }
+            chords += 1
+            let way = Geodesy.displacement(from: (from.latitude, from.longitude), to: (sample.latitude, sample.longitude))
+            let wayLength = (way.east * way.east + way.north * way.north).squareRoot()
+            let courseLength = (course.east * course.east + course.north * course.north).squareRoot()
+            // Courses that agree: the sum of n random directions is about root n long, of n alike nearly n.
+            if course.reports >= 3 && courseLength >= Self.courseAgreement * Double(course.reports)
+                && way.east * course.east + way.north * course.north >= Self.courseAgreement * wayLength * courseLength
+            {
+                following += 1
+            }
+            from = sample
+            course = (0, 0, 0)
+        }
+        return chords >= 2 && 3 * following >= 2 * chords
+    }
+
+    /// When the speed says moving again before the positions started or showed the walker going on: the way
+    /// from where counting stopped (within the window) to `end` if it is longer than a wandering position goes
+    /// in that time, else 0.
     private func walkedWhileStanding(until end: Sample) -> Double {
         guard let start = stoppedAt, start.time > samples[0].time else { return 0 }
         let away = distance(start, end)
         return away >= max(Self.startRadius, 2 * Self.movingSpeed * (end.time - start.time)) ? away : 0
+    }
+
+    /// The median Doppler report over the `paceSeconds` up to `end`, all within the window, if it says moving.
+    private func pace(before end: Sample) -> Double? {
+        var reports: [Double] = []
+        var later = end
+        for sample in samples.reversed() where sample.time <= end.time {
+            guard let report = sample.speed, later.time - sample.time <= Self.speedGap else { return nil }
+            reports.append(report)
+            if sample.time <= end.time - Self.paceSeconds {
+                let median = reports.sorted()[reports.count / 2]
+                return median >= Self.movingSpeed ? median : nil
+            }
+            later = sample
+        }
+        return nil
+    }
+
+    /// The positions' path from `start` to `end` in chords of `chordSeconds`, over the window's fixes.
+    private func chordPath(from start: Sample, to end: Sample) -> Double {
+        var path = 0.0
+        var from = start
+        for sample in samples where sample.time < end.time && sample.time - from.time >= Self.chordSeconds {
+            path += distance(from, sample)
+            from = sample
+        }
+        return path + distance(from, end)
     }
 
     /// Whether every fix of the last `departureSeconds` up to `sample`, all after `start`, was farther from

@@ -32,4 +32,15 @@ public enum Geodesy {
         lon2 = (lon2 + 540).truncatingRemainder(dividingBy: 360) - 180
         return (phi2 * 180 / .pi, lon2)
     }
+
+    /// How far east and north `to` lies from `from`, metres, on the plane tangent between them: exact enough for
+    /// the tens of metres a direction is taken over, and across the antimeridian.
+    public static func displacement(
+        from: (lat: Double, lon: Double), to: (lat: Double, lon: Double)
+    ) -> (east: Double, north: Double) {
+        var dLon = (to.lon - from.lon).truncatingRemainder(dividingBy: 360)
+        if dLon > 180 { dLon -= 360 } else if dLon < -180 { dLon += 360 }
+        let middle = (from.lat + to.lat) / 2 * .pi / 180
+        return (dLon * .pi / 180 * meanRadius * cos(middle), (to.lat - from.lat) * .pi / 180 * meanRadius)
+    }
 }
