@@ -19,8 +19,8 @@ import WalkModel
 /// GLL, for tens of seconds at a time. While the speed says standing, the positions are measured as for a
 /// receiver without speed, but start only after moving away from where the speed stopped at every fix of
 /// `departureSeconds` (a wandering position turns back within seconds); the whole way from there counts,
-/// no faster than the walker's Doppler pace before. Once the positions show that the walker kept going
-/// (`keepsGoing`), that pace counts, from where the speed said standing. When the speed says moving again
+/// no faster than the walker's Doppler pace before. Once the positions and the courses show that the walker
+/// kept going (`keepsGoing`), that pace counts, from where the speed said standing. When the speed says moving again
 /// first, the way from where counting stopped counts if it is longer than wandering goes meanwhile.
 ///
 /// The state is a function of the last minute of fixes, so a walk restored from its journal continues
@@ -219,7 +219,7 @@ package struct DistanceEstimator: Sendable {
     /// pace times time, a turn cutting only the chord around it. So the walker went on if the positions' path in
     /// such chords is at least two thirds of `paced` and as far as a start (measured on generated walks over
     /// 40 s: 73-117 % for legs of 25 m and more; stops of 20-50 s after walking at most 56 % with a wander of
-    /// 5 m, but up to 88 % with 8 m, which then count as walked).
+    /// 5 m, but up to 88 % with 8 m: the courses tell those apart, `coursesFollowPositions`).
     private func keepsGoing(from start: Sample, to sample: Sample, paced: Double) -> Bool {
         chordPath(from: start, to: sample) >= max(paced * 2 / 3, Self.startRadius)
             && coursesFollowPositions(from: start, to: sample)
