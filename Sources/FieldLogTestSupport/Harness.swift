@@ -55,6 +55,10 @@ package enum Harness {
         return root
     }()
 
+    /// Where a replay runs when its test names no root: with FIELDLOG_GPSD=trixie, every `GPSFake` runs gpsd 3.25
+    /// in `trixieRoot` (scripts/test-gpsd-trixie runs the replay suites so); otherwise the host's gpsd.
+    package static let replayRoot: String? = ProcessInfo.processInfo.environment["FIELDLOG_GPSD"] == "trixie" ? trixieRoot : nil
+
     package static func temporaryDirectory() -> String {
         let path = NSTemporaryDirectory() + "fieldlog-test-" + UUID().uuidString
         try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -228,7 +232,7 @@ package final class GPSFake {
     /// the receiver 60 s after its input ran out (-W); on a loaded 2-core machine that takes longer. With
     /// `root`, gpsfake and gpsd are those of that Debian root (`Harness.trixieRoot`), on the same loopback.
     package init(
-        capture: String, port: UInt16 = Harness.freePort(), delay: Double = 0.002, root: String? = nil,
+        capture: String, port: UInt16 = Harness.freePort(), delay: Double = 0.002, root: String? = Harness.replayRoot,
         in directory: String
     ) async throws {
         self.port = port
