@@ -55,6 +55,14 @@ package enum Harness {
         return root
     }()
 
+    /// gpsd as a command: the host's, or with `root` that root's gpsd run by the root's own dynamic loader and
+    /// libraries. No chroot: it is the test's child, which its signals reach, seeing the test's files and ptys.
+    package static func gpsdCommand(root: String?) -> (executable: String, arguments: [String]) {
+        guard let root else { return ("/usr/sbin/gpsd", []) }
+        return (root + "/lib64/ld-linux-x86-64.so.2",
+                ["--library-path", root + "/usr/lib/x86_64-linux-gnu", root + "/usr/sbin/gpsd"])
+    }
+
     /// Where a replay runs when its test names no root: with FIELDLOG_GPSD=trixie, every `GPSFake` runs gpsd 3.25
     /// in `trixieRoot` (scripts/test-gpsd-trixie runs the replay suites so); otherwise the host's gpsd.
     package static let replayRoot: String? = ProcessInfo.processInfo.environment["FIELDLOG_GPSD"] == "trixie" ? trixieRoot : nil
