@@ -55,6 +55,13 @@ package enum Harness {
         return root
     }()
 
+    /// The shortest pause per sentence a replay takes (FIELDLOG_REPLAY_MIN_DELAY, seconds; default none):
+    /// `check-aarch64 --tests` sets it, where an emulated gpsd and fieldlog cannot keep up with gpsfake's 2 ms per
+    /// sentence (the bundled capture lost a tenth of its fixes, or half). Walks run on GPS time: a slower replay
+    /// records the same walk.
+    package static let minimumReplayDelay =
+        ProcessInfo.processInfo.environment["FIELDLOG_REPLAY_MIN_DELAY"].flatMap(Double.init) ?? 0
+
     /// gpsd as a command: the host's, or with `root` that root's gpsd run by the root's own dynamic loader and
     /// libraries. No chroot: it is the test's child, which its signals reach, seeing the test's files and ptys.
     package static func gpsdCommand(root: String?) -> (executable: String, arguments: [String]) {
@@ -245,6 +252,7 @@ package final class GPSFake {
     ) async throws {
         self.port = port
         inRoot = root != nil
+        let delay = max(delay, Harness.minimumReplayDelay)
         let arguments = ["-1", "-p", "-q", "-W", "240", "-c", String(delay), "-P", String(port),
                          try Self.withLeadIn(capture, delay: delay, in: directory)]
         if let root {
