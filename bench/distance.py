@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Distance accuracy (issue 14): what fieldlog measures against what was walked, beside the other ways.
+"""Distance accuracy: what fieldlog measures against what was walked, beside the other ways.
 
     bench/distance.py [--work DIR] [--out bench/results]
 
@@ -61,7 +61,8 @@ def milestones(distance):
 
 
 def previous_method(fixes):
-    """fieldlog before issue 14 (Sources/FieldLog/Walk/WalkTracker.swift at 1345a06), on accepted fixes."""
+    """fieldlog's method before the Doppler estimator, on accepted fixes: a step counts once the position is
+    more than max(5 m, eph) from the last counted point."""
     distance, anchor, segment = 0.0, None, None
     for fix in fixes:
         position = (fix["lat"], fix["lon"])

@@ -1,4 +1,4 @@
-"""Thumbnail benchmark: fieldlog's thumbnailer against the tools its users would otherwise pick (issue 5, item 1).
+"""Thumbnail benchmark: fieldlog's thumbnailer against the tools its users would otherwise pick.
 
 Run through bench/thumbnails, which installs the tools, builds fieldlog and the corpus, then calls
 

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def photo_sources(binary, sources):
     """The arguments that pin `binary run` to `sources` ("none", "flickr", "local"): what a replay meant
-    before fieldlog had Wikimedia Commons (issue 29). Left to its default, a run with no key and no folder now
+    before fieldlog had Wikimedia Commons. Left to its default, a run with no key and no folder now
     asks the real Commons over the internet (and a `--once` replay ends only when its photos are served), and
     one with the fake Flickr's key falls through to the real Commons when the fake finds nothing.
     Empty for a build from before `--photo-sources` (it would refuse the option): its sources were those.

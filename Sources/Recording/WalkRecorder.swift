@@ -20,8 +20,8 @@ public final class WalkRecorder: Sendable {
         let limits: WalkLimits
         let logger: Logger
         /// Fixes are synced at least this often (monotonic time); milestones and walk boundaries at once.
-        /// Every 2 s was a fifth of the recorder's CPU at 1 Hz and a flash write every 2 s; 5 s is still "every
-        /// few seconds" (issue 2), for at most about 6 s of track lost at a power cut.
+        /// Every 2 s was a fifth of the recorder's CPU at 1 Hz and a flash write every 2 s; 5 s keeps what a power
+        /// cut loses to about 6 s of track.
         let syncInterval: Duration
         let clock: ContinuousClock
         let writer: JournalWriter

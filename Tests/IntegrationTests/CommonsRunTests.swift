@@ -114,7 +114,7 @@ struct CommonsRunTests {
         if previous {
             try PendingWalks.write(start: t0, origin: (11, 11), milestones: 3, fixes: 10, open: true, in: store)
         }
-        // What start-up waited for before recording began, until issue 29: the index built from every journal.
+        // What start-up once waited for before recording began: the index built from every journal.
         let indexing = Date()
         _ = try WalkIndex.summaries(in: store, save: false)
         print("walk index of \(olderWalks + (previous ? 1 : 0)) walks built in \(Date().timeIntervalSince(indexing)) s")

@@ -82,7 +82,7 @@ struct HostileGPSTests {
         try store.walkIDs().map { try String(contentsOfFile: store.path(for: $0), encoding: .utf8) }.joined()
     }
 
-    /// Issue 27: one fix dated 2100 opened a walk `21000101T000000Z` and every later fix was dropped as "time did
+    /// Once, one fix dated 2100 opened a walk `21000101T000000Z` and every later fix was dropped as "time did
     /// not advance" (31 of 60 kept), while status said "last fix 0 s ago".
     @Test func aFixDatedTwentyOneHundredMidWalkIsHeldAndTheWalkGoesOn() async throws {
         let lines = Self.fixes(0..<30) + [FakeGPSD.tpv(time: "2100-01-01T00:00:00.000Z", lat: 52.85, lon: Self.longitude(30))]

@@ -327,7 +327,7 @@ struct LivePageTests {
         return (Date().timeIntervalSince(started), answer.body.contains("</html>") ? answer.status : 0)
     }
 
-    /// The attacks of issue 27 on a recorder's live page, over plain sockets, while gpsfake replays a 600-fix
+    /// Attacks on a recorder's live page, over plain sockets, while gpsfake replays a 600-fix
     /// walk: 64 GETs announcing a 1 GB body and sending a byte every 10 s, then 400 idle sockets, then a
     /// malformed request. A phone's GET answers within 2 s throughout, every answer carries the security
     /// headers, and every fix is journaled. Before: the slow bodies held all 64 connections and the phone

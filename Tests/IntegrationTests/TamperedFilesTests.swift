@@ -5,7 +5,7 @@ import Recording
 import WalkJournal
 import WalkModel
 
-/// Files in the cache and the state directory that are not what their names claim (issue 27): a link to a
+/// Files in the cache and the state directory that are not what their names claim: a link to a
 /// file outside, a FIFO, a huge sparse file. Each is skipped: nothing served or exported, nothing hangs,
 /// the recorder lives and SIGTERM ends it. And `fieldlog export` writes only regular files.
 @Suite(.serialized)

@@ -5,7 +5,7 @@ import Photos
 import WalkModel
 
 
-/// PhotoPicker on the cases of issue 29: a burst of 30 shots by one owner at one spot, city-level photos at
+/// PhotoPicker on the hard cases: a burst of 30 shots by one owner at one spot, city-level photos at
 /// the walk's centre, an indoor snapshot, and other owners' photos along the walk.
 struct PhotoPickerTests {
     static let start = (lat: 48.8566, lon: 2.3522)
