@@ -62,6 +62,10 @@ package enum Harness {
     package static let minimumReplayDelay =
         ProcessInfo.processInfo.environment["FIELDLOG_REPLAY_MIN_DELAY"].flatMap(Double.init) ?? 0
 
+    /// Seconds of sentences without a fix before an NMEA replay's walk (FIELDLOG_REPLAY_LEAD_IN, default 5; see
+    /// `GPSFake`): `check-aarch64 --tests` gives an emulated fieldlog longer to connect.
+    package static let replayLeadIn = ProcessInfo.processInfo.environment["FIELDLOG_REPLAY_LEAD_IN"].flatMap(Double.init) ?? 5
+
     /// gpsd as a command: the host's, or with `root` that root's gpsd run by the root's own dynamic loader and
     /// libraries. No chroot: it is the test's child, which its signals reach, seeing the test's files and ptys.
     package static func gpsdCommand(root: String?) -> (executable: String, arguments: [String]) {
@@ -271,8 +275,9 @@ package final class GPSFake {
     /// gpsfake replays 1.4 s after it starts, whoever is listening, and stops gpsd when its input has run
     /// out; on a loaded machine fieldlog can connect after the first fixes, and gpsd can still be behind
     /// the last ones. An NMEA capture gets sentences without a fix before the walk (after its header
-    /// comments), 5 s of them: a recorder reading a photo folder first (a worker process per photo) has
-    /// been seen to need 4 s to connect while other tests load the machine; and 2 s of them after it.
+    /// comments), `Harness.replayLeadIn` seconds of them (5): a recorder reading a photo folder first (a worker
+    /// process per photo) has been seen to need 4 s to connect while other tests load the machine; and 2 s of
+    /// them after it.
     private static func withLeadIn(_ capture: String, delay: Double, in directory: String) throws -> String {
         let text = try String(contentsOfFile: capture, encoding: .isoLatin1)
         guard text.hasPrefix("#") || text.hasPrefix("$") else { return capture }
@@ -283,7 +288,7 @@ package final class GPSFake {
         let header = captureLines.prefix { $0.hasPrefix("#") }
         let lines = { (seconds: Double) in String(repeating: sentence, count: Int((seconds / max(delay, 0.001)).rounded(.up))) }
         let path = directory + "/leadin-" + UUID().uuidString.prefix(8) + "-" + (capture as NSString).lastPathComponent
-        let joined = header.joined(separator: "\n") + (header.isEmpty ? "" : "\n") + lines(5)
+        let joined = header.joined(separator: "\n") + (header.isEmpty ? "" : "\n") + lines(Harness.replayLeadIn)
             + captureLines.dropFirst(header.count).joined(separator: "\n") + (text.hasSuffix("\n") ? "" : "\r\n")
             + lines(2)
         try joined.write(toFile: path, atomically: true, encoding: .isoLatin1)
