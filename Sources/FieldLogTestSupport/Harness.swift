@@ -307,8 +307,10 @@ package final class GPSFake {
     /// Waits for the replay to end (gpsfake exits by itself after one pass).
     package func wait(timeout: Double = 300) async {
         let outcome = await child.wait(timeout: timeout)
-        // A failed replay fails the test that ran it, not the whole test process.
-        #expect(outcome.status == 0, "gpsfake failed (\(outcome.status)): \(outcome.stderr)")
+        // A failed replay fails the test that ran it, not the whole test process. What gpsd last reported to
+        // gpsfake's own client says where the replay stood.
+        let reported = outcome.stdout.split(separator: "\n").suffix(6).joined(separator: "\n")
+        #expect(outcome.status == 0, "gpsfake failed (\(outcome.status)): \(outcome.stderr)\ngpsd last reported:\n\(reported)")
     }
 
     deinit {
