@@ -268,6 +268,7 @@ let package = Package(
                 "Sharing",
                 "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
                 "FieldLogFakes",
+                "WalkSimulation",
             ]
         ),
         // Seconds, and nothing but the toolchain: no gpsd, browser, root or fieldlog binary
@@ -299,3 +300,12 @@ let package = Package(
         ),
     ]
 )
+
+// What the compiler checks in every Swift target: each file imports the modules whose members it uses (not
+// whatever another file of the target happened to import), and existential types are spelled `any`.
+for target in package.targets where target.type != .system && !target.name.hasPrefix("C") {
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .enableUpcomingFeature("MemberImportVisibility"),
+        .enableUpcomingFeature("ExistentialAny"),
+    ]
+}

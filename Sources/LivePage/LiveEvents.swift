@@ -1,7 +1,9 @@
-import FoundationEssentials
-import Synchronization
 import Exports
+import FoundationEssentials
+import Recording
+import Synchronization
 import SystemIO
+import WalkJournal
 import WalkModel
 
 /// The live page's server-sent events: every milestone, photo outcome and star as it is journaled, and the

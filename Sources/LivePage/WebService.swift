@@ -250,7 +250,7 @@ package struct ReadOnlyMiddleware<Context: RequestContext>: RouterMiddleware {
         }
         do {
             return try await next(request, context)
-        } catch let error as HTTPResponseError {
+        } catch let error as any HTTPResponseError {
             // A plain status and nothing of the request echoed back.
             return Response(status: error.status, headers: [.contentType: "text/plain; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(string: "\(error.status.code) \(error.status.reasonPhrase)\n")))

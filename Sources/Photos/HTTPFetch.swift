@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import NIOCore
+import NIOHTTP1
 import NIOSSL
 import Synchronization
 import SystemIO

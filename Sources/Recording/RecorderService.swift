@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import ServiceLifecycle
+import WalkModel
 
 /// The `fieldlog run` service: gpsd events in, walk journal out, until graceful shutdown.
 public struct RecorderService: Service {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CNIOLinux
 import FoundationEssentials
 import Glibc
 import SystemIO

@@ -1,11 +1,12 @@
-import Foundation
-import Testing
-import WalkSimulation
 import FieldLogFakes
 import FieldLogTestSupport
+import Foundation
+import NIOCore
 import Photos
+import Testing
 import WalkJournal
 import WalkModel
+import WalkSimulation
 
 
 /// `fieldlog run` as a new user runs it, with no Flickr key and no photo folder: photos from (a fake)

@@ -4,10 +4,11 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
-import Testing
-import WalkSimulation
 import Recording
+import Testing
 import WalkJournal
+import WalkModel
+import WalkSimulation
 
 /// gpsd and the receiver misbehaving: a server that is not gpsd (garbage, torn lines, huge lines, silence),
 /// a real gpsd killed and restarted, the receiver removed and re-added through gpsd's control socket.

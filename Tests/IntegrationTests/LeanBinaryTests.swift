@@ -2,8 +2,9 @@
 import FieldLogTestSupport
 import Foundation
 import Testing
-import WalkSimulation
 import WalkJournal
+import WalkModel
+import WalkSimulation
 
 /// fieldlog links FoundationEssentials only, never full Foundation and its ICU tables: scripts/verify-foundation
 /// (which scripts/test runs after the build, and deploy/build-deb on the shipped binary) says so, and fails a

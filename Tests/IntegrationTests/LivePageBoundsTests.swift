@@ -1,10 +1,11 @@
 import FieldLogTestSupport
 import Foundation
+import LivePage
 import Logging
+import Recording
 import ServiceLifecycle
 import Synchronization
 import Testing
-import LivePage
 import WalkJournal
 import WalkModel
 

@@ -2,13 +2,14 @@
 import FieldLogFakes
 import FieldLogTestSupport
 import Foundation
+import LivePage
 import Logging
+import Recording
 import ServiceLifecycle
 import Testing
-import WalkSimulation
-import LivePage
 import WalkJournal
 import WalkModel
+import WalkSimulation
 
 /// `fieldlog run --http`: the live page during a real replay (gpsfake, the fake Flickr on loopback) in a
 /// real headless browser, and the server's bounds against hostile and greedy clients over plain sockets.

@@ -3,6 +3,7 @@ import FieldLogTestSupport
 import Foundation
 import Testing
 import WalkJournal
+import WalkModel
 
 /// The HTML export in a real headless browser (Debian's chromium, driven over the DevTools protocol by
 /// Tests/browser/page_check.py): the bundled walk recorded through gpsd with the demo's photos, one

@@ -4,6 +4,7 @@ import Logging
 import Recording
 import Testing
 import WalkJournal
+import WalkModel
 import WalkSimulation
 
 /// `fieldlog run --http … --share …`: the live page and sharing in processes of their own. Each killed with

@@ -1,9 +1,11 @@
-import Foundation
-import Testing
-import WalkSimulation
 import FieldLogTestSupport
-import WalkJournal
+import Foundation
 import Recording
+import Sharing
+import Testing
+import WalkJournal
+import WalkModel
+import WalkSimulation
 
 /// Sharing under faults, with a real broker and a walk replayed through gpsd: the broker stopped for minutes of
 /// GPS time and restarted without persistence, fieldlog killed with SIGKILL and restarted, a wrong password, a

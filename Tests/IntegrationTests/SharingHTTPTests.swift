@@ -1,8 +1,10 @@
-import Foundation
-import Testing
-import WalkSimulation
 import FieldLogTestSupport
+import Foundation
+import Sharing
+import Testing
 import WalkJournal
+import WalkModel
+import WalkSimulation
 
 /// `--share http://…/pub` against a stand-in for the OwnTracks Recorder's HTTP mode on loopback: the request it
 /// documents (POST, `?u=&d=`, `X-Limit-U`/`X-Limit-D`, `topic` and `tid` in the body, basic auth), and faults:

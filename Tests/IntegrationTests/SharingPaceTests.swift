@@ -1,7 +1,8 @@
+import FieldLogTestSupport
 import Foundation
 import Testing
-import FieldLogTestSupport
 import WalkJournal
+import WalkModel
 
 /// The pace of sharing and its end, with the fieldlog binary: a backlog goes out at `--share-rate` over HTTP (the
 /// Recorder's `/pub` stand-in) and MQTT (Mosquitto), not at a polling period; `run --once` leaves nothing of the

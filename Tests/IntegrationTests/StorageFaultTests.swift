@@ -2,8 +2,9 @@
 import FieldLogTestSupport
 import Foundation
 import Testing
-import WalkSimulation
 import WalkJournal
+import WalkModel
+import WalkSimulation
 
 /// The recorder on storage that fails under it, against a real gpsd: a full disk and I/O errors injected
 /// into fieldlog's own write(2) and fsync(2) with libfiu (switched on and off in the running process),

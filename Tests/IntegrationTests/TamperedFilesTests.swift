@@ -1,7 +1,8 @@
+import CDispatch
 import FieldLogTestSupport
 import Foundation
-import Testing
 import Recording
+import Testing
 import WalkJournal
 import WalkModel
 
@@ -173,7 +174,7 @@ struct TamperedFilesTests {
         #expect(mkfifo(fifo, 0o644) == 0)
         let folder = directory + "/out-dir.json"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        var targets = [(fifo, S_IFIFO, "is a FIFO"), (folder, S_IFDIR, "is a directory")]
+        var targets = [(fifo, Glibc.S_IFIFO, "is a FIFO"), (folder, S_IFDIR, "is a directory")]
         // A character device like /dev/full (1, 7), made here, never the real one.
         let device = directory + "/out-full.json"
         if mknod(device, S_IFCHR | 0o666, dev_t((1 << 8) | 7)) == 0 { targets.append((device, S_IFCHR, "is a device")) }

@@ -3,6 +3,8 @@ import FieldLogFakes
 import FieldLogTestSupport
 import Foundation
 import Logging
+import NIOCore
+import Recording
 import Testing
 import WalkJournal
 import WalkModel

@@ -1,9 +1,11 @@
 
+import FieldLogTestSupport
 import Foundation
-import Testing
-import WalkSimulation
 import Recording
+import Testing
+import WalkJournal
 import WalkModel
+import WalkSimulation
 
 // The distance goals, on generated walks whose truth is known, fed to the walk as gpsd reports them:
 // every path shape within 3 %, milestones within one, standing adds at most 10 m, and a receiver

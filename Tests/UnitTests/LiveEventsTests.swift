@@ -1,8 +1,9 @@
 import FieldLogTestSupport
 import Foundation
+import LivePage
+import Recording
 import Synchronization
 import Testing
-import LivePage
 import WalkJournal
 import WalkModel
 

@@ -1,7 +1,8 @@
 import FieldLogTestSupport
 import Foundation
-import Testing
 import Photos
+import Testing
+import Thumbnailing
 import WalkModel
 
 // The --photos-dir source on demo/photos (real photos, geotagged along the bundled walk) and on copies of

@@ -1,10 +1,11 @@
+import FieldLogTestSupport
 import Foundation
 import Logging
-import Testing
-import WalkSimulation
 import Recording
+import Testing
 import WalkJournal
 import WalkModel
+import WalkSimulation
 
 // WalkRecorder on a real state directory: what reaches the journal, and how a walk survives a crash.
 

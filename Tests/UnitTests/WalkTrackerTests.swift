@@ -1,9 +1,10 @@
+import FieldLogTestSupport
 import Foundation
-import Testing
-import WalkSimulation
 import Recording
+import Testing
 import WalkJournal
 import WalkModel
+import WalkSimulation
 
 // The walk's state machine fed fixes built in code: distance, milestones, filtering, segments, recovery.
 
