@@ -9,7 +9,7 @@ import WalkSimulation
 
 // The distance goals, on generated walks whose truth is known, fed to the walk as gpsd reports them:
 // every path shape within 3 %, milestones within one, standing adds at most 10 m, and a receiver
-// without Doppler speed within 6 % on curvy paths. bench/distance prints the same walks as a table.
+// without Doppler speed within 6 % on curvy paths. bench/distance.py prints the same walks as a table.
 
 /// Receivers as the goals describe them: position error wandering with sigma 3-5 m, eph from 2 to 20 m.
 private let receivers: [Receiver] = [(3, 2), (3, 20), (4, 15), (5, 2), (5, 20)].map {
