@@ -103,19 +103,20 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
-        // Photo bytes to a thumbnail, in a limited child process: libjpeg and libexif behind their shims.
+        // Photo bytes to a thumbnail, in a limited child process: libjpeg and libexif behind their shims; the
+        // bounded cache the thumbnails go to, and its files as the page, sharing and `export` read them.
         .target(
             name: "Thumbnailing",
-            dependencies: ["SystemIO", "CJPEG", "CExifShim", "CSandbox"]
+            dependencies: ["WalkModel", "SystemIO", "CJPEG", "CExifShim", "CSandbox"]
         ),
-        // A photo for every milestone: the sources (Flickr, a local folder), the service and the bounded cache.
+        // A photo for every milestone: the sources (Flickr, Commons, a local folder) and the service, which writes
+        // its outcomes through the journal's port (the recorder provides it): the photo path runs one way.
         .target(
             name: "Photos",
             dependencies: [
                 "WalkModel",
                 "SystemIO",
                 "WalkJournal",
-                "Recording",
                 "Thumbnailing",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -131,7 +132,6 @@ let package = Package(
                 "WalkModel",
                 "SystemIO",
                 "WalkJournal",
-                "Photos",
                 "Thumbnailing",
                 "CMosquittoShim",
                 .product(name: "Logging", package: "swift-log"),

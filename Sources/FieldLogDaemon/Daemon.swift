@@ -173,7 +173,7 @@ package struct Daemon {
             }
         }
         return PhotoService(
-            sources: sources, recorder: recorder, store: store, thumbnails: cache,
+            sources: sources, journal: recorder, store: store, thumbnails: cache,
             // Each photo is decoded in a child process of its own, under memory and CPU limits: no photo can
             // take the recorder down (PhotoWorkLimits says the budget).
             thumbnailer: IsolatedThumbnailer(executable: executable, size: settings.thumbnailSize), logger: logger,

@@ -1,3 +1,4 @@
+import Exports
 import FoundationEssentials
 import Glibc
 import HTTPTypes
@@ -8,8 +9,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import ServiceLifecycle
-import Exports
-import Photos
+import Thumbnailing
 import WalkJournal
 
 /// `fieldlog run --http`: the live page of the walk being recorded, read-only, on Hummingbird.

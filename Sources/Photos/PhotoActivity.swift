@@ -1,6 +1,6 @@
 import FoundationEssentials
-import Recording
 import Synchronization
+import WalkJournal
 
 /// What the photo service is doing right now, for the live page's status line. Kept in memory only: it
 /// describes the present, and the journal already records every outcome.
@@ -40,7 +40,7 @@ public final class PhotoActivity: Sendable {
 
 extension PhotoActivity.State {
     /// As status.json holds it.
-    package var statusRecord: StatusFile.Contents.Photos {
+    package var statusRecord: PhotoStatus {
         switch self {
         case .idle: .init(state: "idle")
         case let .searching(milestone): .init(state: "searching", milestone: milestone)
@@ -52,7 +52,7 @@ extension PhotoActivity.State {
     }
 
     /// From status.json; nil for a state this build does not know.
-    package init?(statusRecord record: StatusFile.Contents.Photos) {
+    package init?(statusRecord record: PhotoStatus) {
         switch (record.state, record.milestone) {
         case ("idle", _): self = .idle
         case let ("searching", milestone?): self = .searching(milestone: milestone)

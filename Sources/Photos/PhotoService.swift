@@ -4,7 +4,6 @@ import NIOPosix
 import Logging
 import ServiceLifecycle
 import Synchronization
-import Recording
 import SystemIO
 import Thumbnailing
 import WalkJournal
@@ -41,7 +40,8 @@ public struct PhotoService: Service {
     public static let finishWait: Duration = .seconds(30)
 
     private let sources: [PhotoSourceChain.Member]
-    private let recorder: WalkRecorder
+    /// Where the photo outcomes and events go: the recorder, which journals them beside the fixes.
+    private let journal: any JournalPort
     private let store: JournalStore
     private let thumbnails: any ThumbnailStore
     private let thumbnailer: any ThumbnailMaker
@@ -57,21 +57,21 @@ public struct PhotoService: Service {
 
     /// One source. Reads nothing: the journals are read once the service runs.
     public init(
-        source: any PhotoSource, sourceName: String, recorder: WalkRecorder, store: JournalStore,
+        source: any PhotoSource, sourceName: String, journal: any JournalPort, store: JournalStore,
         thumbnails: any ThumbnailStore, thumbnailer: any ThumbnailMaker, logger: Logger, maxBackoff: Double = 300
     ) throws(JournalError) {
         self.init(
-            sources: [.init(name: sourceName, source: source)], recorder: recorder, store: store,
+            sources: [.init(name: sourceName, source: source)], journal: journal, store: store,
             thumbnails: thumbnails, thumbnailer: thumbnailer, logger: logger, maxBackoff: maxBackoff)
     }
 
     /// Sources in order of preference.
     public init(
-        sources: [PhotoSourceChain.Member], recorder: WalkRecorder, store: JournalStore,
+        sources: [PhotoSourceChain.Member], journal: any JournalPort, store: JournalStore,
         thumbnails: any ThumbnailStore, thumbnailer: any ThumbnailMaker, logger: Logger, maxBackoff: Double = 300
     ) {
         self.sources = sources
-        self.recorder = recorder
+        self.journal = journal
         self.store = store
         self.thumbnails = thumbnails
         self.thumbnailer = thumbnailer
@@ -163,7 +163,7 @@ public struct PhotoService: Service {
                 case .end: ended = true
                 }
             }
-            let current = recorder.summary.walkID
+            let current = journal.currentWalkID
             let item: Pending
             switch queue.next(current: current) {
             case let .read(walkID):
@@ -185,7 +185,7 @@ public struct PhotoService: Service {
             for id in outcome.picks.avoided { queue.avoid(id, walkID: item.walkID) }
             switch outcome.result {
             case let .success(record):
-                recorder.attach(record, toWalk: item.walkID)
+                journal.attach(record, toWalk: item.walkID)
                 served.add()
                 queue.served(item.milestone.index, walkID: item.walkID, photo: record.photo)
                 backoff = 1
@@ -204,7 +204,7 @@ public struct PhotoService: Service {
             case let .failure(error):
                 if !failing {
                     logger.warning("photo for milestone \(item.milestone.index) pending: \(error); retrying with backoff")
-                    recorder.note(.error, message: "photo for milestone \(item.milestone.index) pending, retrying: \(error)", toWalk: item.walkID)
+                    journal.note(.error, message: "photo for milestone \(item.milestone.index) pending, retrying: \(error)", toWalk: item.walkID)
                     failing = true
                 }
                 // Full jitter, so many devices coming back online do not retry in step.
@@ -295,7 +295,7 @@ public struct PhotoService: Service {
                 position += 1
             } catch let error as PhotoSourceError where error.kind == .fatal {
                 logger.error("photo source \(member.name) unusable: \(error.message)")
-                recorder.note(.photoSourceUnavailable, message: "\(member.name): \(error.message)", toWalk: item.walkID)
+                journal.note(.photoSourceUnavailable, message: "\(member.name): \(error.message)", toWalk: item.walkID)
                 sources.remove(at: position)
                 if sources.isEmpty { throw error }
             }
@@ -336,7 +336,7 @@ public struct PhotoService: Service {
                     activity.set(.downloading(milestone: milestone.index))
                     let bytes = try await member.source.image(of: candidate, limit: PhotoWorker.largestImage)
                     if attempted.insert(candidate.id).inserted {
-                        recorder.note(.photoAttempt, message: candidate.id, toWalk: item.walkID)
+                        journal.note(.photoAttempt, message: candidate.id, toWalk: item.walkID)
                     }
                     let thumbnail = try await thumbnailer.thumbnail(of: bytes)
                     let key = cacheKey(for: candidate, source: member.name)
@@ -378,7 +378,7 @@ public struct PhotoService: Service {
     ) {
         rejected.insert(candidate.id)
         logger.warning("photo \(candidate.id) skipped: \(reason)")
-        recorder.note(.error, message: "photo \(candidate.id) from \(source) skipped: \(reason)", toWalk: walkID)
+        journal.note(.error, message: "photo \(candidate.id) from \(source) skipped: \(reason)", toWalk: walkID)
     }
 }
 

@@ -40,31 +40,9 @@ public final class StatusFile: Sendable {
         /// Fixes dropped this session for their accuracy, position, a jump or a time that did not advance.
         public var rejectedFixes: Int?
         /// What the photo service is doing; nil when this session has no photo source.
-        public var photos: Photos?
+        public var photos: PhotoStatus?
         /// The live page's and sharing's processes, when this recorder starts them (`--helpers children`).
         public var helpers: [Helper]?
-
-        /// The photo service's activity in plain fields (the Photos layer maps its own state to them).
-        public struct Photos: Codable, Sendable, Equatable {
-            /// idle, searching, downloading, backing_off or unusable.
-            public var state: String
-            public var milestone: Int?
-            public var reason: String?
-            /// System-clock time of the next try, while backing off.
-            public var retryWall: Double?
-
-            public init(state: String, milestone: Int? = nil, reason: String? = nil, retryWall: Double? = nil) {
-                self.state = state
-                self.milestone = milestone
-                self.reason = reason
-                self.retryWall = retryWall
-            }
-
-            package enum CodingKeys: String, CodingKey {
-                case state, milestone, reason
-                case retryWall = "retry_wall"
-            }
-        }
 
         /// A process the recorder started beside itself, as its supervisor last saw it.
         public struct Helper: Codable, Sendable, Equatable {
@@ -190,7 +168,7 @@ public final class StatusFile: Sendable {
     }
 
     /// The photo service's activity changed: written at once, the live page's status line shows it.
-    public func note(photos: Contents.Photos) {
+    public func note(photos: PhotoStatus) {
         state.withLock { state in
             guard state.contents.photos != photos else { return }
             state.contents.photos = photos

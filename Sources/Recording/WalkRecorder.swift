@@ -9,7 +9,7 @@ import WalkModel
 /// disk when. One lock makes it safe from any thread: the gpsd reader thread records each fix itself, the
 /// photo service attaches photos from its task. Storage faults never reach its callers: the journal
 /// writer holds records in memory while the disk fails and writes them, in order, when it works again.
-public final class WalkRecorder: Sendable {
+public final class WalkRecorder: JournalPort {
     public let store: JournalStore
     public let limits: WalkLimits
     private let core: Mutex<Core>
@@ -163,6 +163,8 @@ public final class WalkRecorder: Sendable {
     public func note(_ kind: JournalEvent.Kind, message: String? = nil) {
         core.withLock { $0.journal(kind, message: message) }
     }
+
+    public var currentWalkID: String? { summary.walkID }
 
     /// Journals an event into walk `id`, which may have ended since, and syncs it.
     public func note(_ kind: JournalEvent.Kind, message: String? = nil, toWalk id: String) {

@@ -1,8 +1,8 @@
 import FoundationEssentials
 import Glibc
 import Logging
-import Photos
 import SystemIO
+import Thumbnailing
 import WalkJournal
 import WalkModel
 

@@ -1,9 +1,9 @@
 import ArgumentParser
+import Exports
 import FoundationEssentials
 import Glibc
-import Exports
-import Photos
 import SystemIO
+import Thumbnailing
 import WalkJournal
 
 struct Export: ParsableCommand, ConfiguredCommand {

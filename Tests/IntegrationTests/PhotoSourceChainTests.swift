@@ -60,7 +60,7 @@ struct PhotoSourceChainTests {
                 userAgent: CommonsSource.userAgent(version: "test", contact: nil)), maxRadius: CommonsSource.maxRadius),
         ]
         let service = PhotoService(
-            sources: sources, recorder: recorder, store: store,
+            sources: sources, journal: recorder, store: store,
             thumbnails: try ThumbnailCache(directory: directory + "/cache"), thumbnailer: Thumbnailer(),
             logger: Logger(label: "test"), maxBackoff: 2)
         service.finishWhenIdle()
@@ -132,7 +132,7 @@ struct PhotoSourceChainTests {
         let service = PhotoService(
             sources: [.init(name: "flickr", source: try FlickrSource(
                 apiKey: FakeFlickr.apiKey, endpoint: flickr.endpoint, budget: RequestBudget(perHour: 360_000, burst: 100)))],
-            recorder: try WalkRecorder(store: store, limits: WalkLimits(), logger: Logger(label: "test")), store: store,
+            journal: try WalkRecorder(store: store, limits: WalkLimits(), logger: Logger(label: "test")), store: store,
             thumbnails: try ThumbnailCache(directory: directory + "/cache"), thumbnailer: Thumbnailer(),
             logger: Logger(label: "test"), maxBackoff: 2)
         service.finishWhenIdle()

@@ -83,7 +83,7 @@ private struct NoThumbnails: ThumbnailStore {
     let recorder = try WalkRecorder(store: store, limits: WalkLimits(), logger: Logger(label: "test"))
     let source = AskedSource()
     let service = try PhotoService(
-        source: source, sourceName: "local", recorder: recorder, store: store, thumbnails: NoThumbnails(),
+        source: source, sourceName: "local", journal: recorder, store: store, thumbnails: NoThumbnails(),
         thumbnailer: Thumbnailer(), logger: Logger(label: "test"))
     service.finishWhenIdle()
     try await service.run()

@@ -1,6 +1,5 @@
 import Glibc
 import SystemIO
-import Thumbnailing
 import WalkModel
 
 /// The thumbnail cache's files as readers outside the cache read them (the live page, `fieldlog export`):
