@@ -203,7 +203,9 @@ public struct PhotoService: Service {
                 return
             case let .failure(error):
                 if !failing {
-                    logger.warning("photo for milestone \(item.milestone.index) pending: \(error); retrying with backoff")
+                    logger.warning(
+                        "photo for milestone \(item.milestone.index) pending: \(error); retrying with backoff",
+                        metadata: ["walk": "\(item.walkID)", "milestone": "\(item.milestone.index)"])
                     journal.note(.error, message: "photo for milestone \(item.milestone.index) pending, retrying: \(error)", toWalk: item.walkID)
                     failing = true
                 }
@@ -294,14 +296,16 @@ public struct PhotoService: Service {
                 searched.append("none within \(Self.describe(member.maxRadius)) on \(member.name)")
                 position += 1
             } catch let error as PhotoSourceError where error.kind == .fatal {
-                logger.error("photo source \(member.name) unusable: \(error.message)")
+                logger.error("photo source \(member.name) unusable: \(error.message)", metadata: ["source": "\(member.name)"])
                 journal.note(.photoSourceUnavailable, message: "\(member.name): \(error.message)", toWalk: item.walkID)
                 sources.remove(at: position)
                 if sources.isEmpty { throw error }
             }
         }
         let last = sources.last
-        logger.info("milestone \(item.milestone.index): \(searched.joined(separator: "; "))")
+        logger.info(
+            "milestone \(item.milestone.index): \(searched.joined(separator: "; "))",
+            metadata: ["walk": "\(item.walkID)", "milestone": "\(item.milestone.index)"])
         var record = MilestonePhoto(
             milestone: item.milestone.index, source: last?.name ?? "none",
             outcome: .noneNearby(radius: last?.maxRadius ?? Self.radii.last!))
@@ -341,7 +345,12 @@ public struct PhotoService: Service {
                     let thumbnail = try await thumbnailer.thumbnail(of: bytes)
                     let key = cacheKey(for: candidate, source: member.name)
                     try await thumbnails.store(key: key, bytes: thumbnail.jpeg)
-                    logger.info("milestone \(milestone.index): photo \(candidate.id) from \(member.name), \(Int(choice.distance)) m away: \(choice.why)")
+                    logger.info(
+                        "milestone \(milestone.index): photo \(candidate.id) from \(member.name), \(Int(choice.distance)) m away: \(choice.why)",
+                        metadata: [
+                            "walk": "\(item.walkID)", "milestone": "\(milestone.index)", "source": "\(member.name)",
+                            "photo": "\(candidate.id)",
+                        ])
                     var record = MilestonePhoto(
                         milestone: milestone.index, source: member.name,
                         outcome: .found(candidate, distance: choice.distance, cacheKey: key))
@@ -377,7 +386,9 @@ public struct PhotoService: Service {
         walkID: String
     ) {
         rejected.insert(candidate.id)
-        logger.warning("photo \(candidate.id) skipped: \(reason)")
+        logger.warning(
+            "photo \(candidate.id) skipped: \(reason)",
+            metadata: ["walk": "\(walkID)", "source": "\(source)", "photo": "\(candidate.id)"])
         journal.note(.error, message: "photo \(candidate.id) from \(source) skipped: \(reason)", toWalk: walkID)
     }
 }

@@ -80,7 +80,8 @@ public final class GPSDReader: Sendable {
         var reported: String?
         func report(_ reason: String) throws {
             guard reason != reported else { return }
-            logger.warning("gpsd at \(address): \(reason); retrying every \(configuration.maxBackoff) s at most")
+            logger.warning(
+                "gpsd at \(address): \(reason); retrying every \(configuration.maxBackoff) s at most", metadata: ["gpsd": "\(address)"])
             try emit(.disconnected(reason: reason))
             reported = reason
         }
@@ -96,7 +97,7 @@ public final class GPSDReader: Sendable {
             do {
                 ending = try read(session) { event in
                     if event == .connected {
-                        logger.info("connected to gpsd at \(address)")
+                        logger.info("connected to gpsd at \(address)", metadata: ["gpsd": "\(address)"])
                         reported = nil
                     }
                     try emit(event)

@@ -111,7 +111,7 @@ public final class WalkRecorder: JournalPort {
         if let latest = try store.walkIDs().last {
             let removed = try JournalFile.repairTornTail(path: store.path(for: latest))
             if removed > 0 {
-                logger.warning("repaired walk \(latest): removed a torn last line of \(removed) bytes")
+                logger.warning("repaired walk \(latest): removed a torn last line of \(removed) bytes", metadata: ["walk": "\(latest)"])
             }
             var restoration = WalkTracker.Restoration()
             let log = try store.read(latest) { restoration.add($0) }
@@ -119,13 +119,13 @@ public final class WalkRecorder: JournalPort {
             timeGuard = GPSTimeGuard(lastGoodTime: log.lastTime, idleGap: limits.idleGap)
             if !log.damagedLines.isEmpty {
                 let more = log.damagedLineCount > log.damagedLines.count ? " and \(log.damagedLineCount - log.damagedLines.count) more" : ""
-                logger.warning("walk \(latest): skipped damaged lines \(log.damagedLines)\(more)")
+                logger.warning("walk \(latest): skipped damaged lines \(log.damagedLines)\(more)", metadata: ["walk": "\(latest)"])
             }
             if log.isOpen, log.lastPoint != nil {
                 interrupted = (log, restoration)
                 logger.info(
-                    "walk \(latest) was interrupted at \(wholeMetres(log.distance)) m; it resumes if fixes continue within \(Int(limits.idleGap)) s"
-                )
+                    "walk \(latest) was interrupted at \(wholeMetres(log.distance)) m; it resumes if fixes continue within \(Int(limits.idleGap)) s",
+                    metadata: ["walk": "\(latest)"])
             }
         }
         core = Mutex(
@@ -319,7 +319,7 @@ extension WalkRecorder.Core {
             case let .milestone(milestone):
                 writer.append(JournalCodec.encode(.milestone(milestone)), to: id)
                 sync()
-                logger.info("milestone \(milestone.index) at \(Int(milestone.distance)) m")
+                logger.info("milestone \(milestone.index) at \(Int(milestone.distance)) m", metadata: ["walk": "\(id)", "milestone": "\(milestone.index)"])
                 onMilestone?(milestone, id)
                 continue
             case let .rejected(_, reason):
@@ -341,7 +341,7 @@ extension WalkRecorder.Core {
             // truth: it is closed at the distance its own fixes give under today's rules.
             if let implausible = WalkTracker.implausibleDistance(of: log, limits: limits) {
                 let message = "not resumed: \(implausible.reason); closed at the \(Int(implausible.recomputed)) m its fixes give"
-                logger.warning("walk \(log.id) \(message)")
+                logger.warning("walk \(log.id) \(message)", metadata: ["walk": "\(log.id)"])
                 let event = JournalEvent(kind: .error, time: last, wall: Date().timeIntervalSince1970, message: message)
                 writer.append(JournalCodec.encode(.event(event)), to: log.id)
                 writer.append(JournalCodec.encode(.walkEnd(time: last, distance: implausible.recomputed)), to: log.id)
@@ -350,21 +350,21 @@ extension WalkRecorder.Core {
                 let tracker = WalkTracker(limits: limits, restoring: restoration, milestones: log.milestones)
                 walk = WalkRecorder.OpenWalk(id: log.id, tracker: tracker)
                 writer.current = log.id
-                logger.info("resuming walk \(log.id) after \(Int(pause)) s at \(wholeMetres(log.distance)) m")
+                logger.info("resuming walk \(log.id) after \(Int(pause)) s at \(wholeMetres(log.distance)) m", metadata: ["walk": "\(log.id)"])
                 journal(.resumed, message: "after \(Int(pause)) s")
                 writeEarlyEvents()
                 return
             } else {
                 writer.append(JournalCodec.encode(.walkEnd(time: last, distance: log.distance)), to: log.id)
                 sync()
-                logger.info("closed interrupted walk \(log.id) at \(wholeMetres(log.distance)) m")
+                logger.info("closed interrupted walk \(log.id) at \(wholeMetres(log.distance)) m", metadata: ["walk": "\(log.id)"])
             }
         }
         let id = store.newWalkID(startingAt: fix.time)
         writer.current = id
         writer.append(JournalCodec.encode(.walkStart(id: id, time: fix.time, every: limits.milestoneEvery)), to: id)
         walk = WalkRecorder.OpenWalk(id: id, tracker: WalkTracker(limits: limits))
-        logger.info("walk \(id) started")
+        logger.info("walk \(id) started", metadata: ["walk": "\(id)"])
         writeEarlyEvents()
         sync()
     }
@@ -382,7 +382,7 @@ extension WalkRecorder.Core {
         writer.append(
             JournalCodec.encode(.walkEnd(time: last.fix.time, distance: current.tracker.distance)), to: current.id)
         sync()
-        logger.info("walk \(current.id) ended at \(Int(current.tracker.distance)) m")
+        logger.info("walk \(current.id) ended at \(Int(current.tracker.distance)) m", metadata: ["walk": "\(current.id)"])
         walk = nil
         writer.current = nil
     }

@@ -85,6 +85,10 @@ package final class ShareEngine {
         self.transport = transport
         self.store = store
         self.settings = settings
+        var logger = logger
+        // Every line of this engine names its destination, for journalctl's DESTINATION= (never a password:
+        // the URL has none).
+        logger[metadataKey: "destination"] = "\(destination.url)"
         self.logger = logger
         self.onEvent = onEvent
         self.onlyWalk = onlyWalk
@@ -333,7 +337,9 @@ package final class ShareEngine {
             case .accepted:
                 inflight.append(message)
             case .refused:
-                logger.warning("sharing \(destination.url): message \(message.number) of walk \(message.walk) is too large for it; skipped")
+                logger.warning(
+                    "sharing \(destination.url): message \(message.number) of walk \(message.walk) is too large for it; skipped",
+                    metadata: ["walk": "\(message.walk)"])
                 var skipped = message
                 skipped.acknowledged = true
                 inflight.append(skipped)

@@ -86,7 +86,7 @@ public final class ShareService: Service, Sendable {
         var engines: [ShareEngine] = []
         var unusable: [Unusable] = []
         func leaveOut(_ url: String, _ reason: String) {
-            logger.error("sharing \(url): not set up: \(reason); the walk is recorded all the same")
+            logger.error("sharing \(url): not set up: \(reason); the walk is recorded all the same", metadata: ["destination": "\(url)"])
             unusable.append(
                 Unusable(
                     position: engines.count + unusable.count,
@@ -112,11 +112,13 @@ public final class ShareService: Service, Sendable {
                         rejectedRetry: settings.rejectedRetry, recorderPid: settings.recorderPid),
                     logger: logger, onEvent: onEvent)
                 if let warning {
-                    logger.warning("sharing \(destination.url): \(warning)")
+                    logger.warning("sharing \(destination.url): \(warning)", metadata: ["destination": "\(destination.url)"])
                     engine.addNotice(warning)
                 }
                 engines.append(engine)
-                logger.info("sharing the walk with \(destination.url) (topic \(destination.topic))")
+                logger.info(
+                    "sharing the walk with \(destination.url) (topic \(destination.topic))",
+                    metadata: ["destination": "\(destination.url)"])
             }
         }
         return (engines, unusable)
@@ -207,11 +209,14 @@ public final class ShareService: Service, Sendable {
         for engine in engines {
             await engine.stop()
             if engine.isDrained {
-                logger.info("sharing \(engine.destination.url): stopped; everything journaled is acknowledged")
+                logger.info(
+                    "sharing \(engine.destination.url): stopped; everything journaled is acknowledged",
+                    metadata: ["destination": "\(engine.destination.url)"])
             } else {
                 let unread = engine.readToEnd ? "" : ", and the journal was not read to its end"
                 logger.notice(
-                    "sharing \(engine.destination.url): stopped with \(engine.unacknowledged) messages unacknowledged\(unread); they go out on the next run")
+                    "sharing \(engine.destination.url): stopped with \(engine.unacknowledged) messages unacknowledged\(unread); they go out on the next run",
+                    metadata: ["destination": "\(engine.destination.url)"])
             }
         }
         // The last word of a sharing process that stops: nothing is connected any more.

@@ -107,7 +107,9 @@ package final class JournalWriter {
         // A crash may have torn the last line of any walk, not only the newest: late photos go to old walks.
         if access(path, F_OK) == 0 {
             let removed = try JournalFile.repairTornTail(path: path)
-            if removed > 0 { logger.warning("repaired walk \(walk): removed a torn last line of \(removed) bytes") }
+            if removed > 0 {
+                logger.warning("repaired walk \(walk): removed a torn last line of \(removed) bytes", metadata: ["walk": "\(walk)"])
+            }
         } else {
             // The state directory may have been removed while fieldlog ran.
             try store.prepare()
@@ -125,7 +127,7 @@ package final class JournalWriter {
                     // Removed behind our back: its bytes are still in the open file; put them back.
                     try store.prepare()
                     try open.file.relink()
-                    logger.warning("walk \(walk)'s journal was removed while recording; written anew from memory")
+                    logger.warning("walk \(walk)'s journal was removed while recording; written anew from memory", metadata: ["walk": "\(walk)"])
                 }
                 if !open.unsynced.isEmpty {
                     try open.file.sync()
@@ -154,9 +156,11 @@ package final class JournalWriter {
             failing.heldBytes = held.reduce(0) { $0 + $1.bytes.count }
             self.failing = failing
         } else {
+            var metadata: Logger.Metadata = ["walk": "\(walk)", "path": "\(error.path)"]
+            if let number = error.errno { metadata["errno"] = "\(number)" }
             logger.error(
-                "storage failing: \(reason); the journal is held in memory (up to \(maxHeldBytes >> 20) MiB) and written when the storage works again"
-            )
+                "storage failing: \(reason); the journal is held in memory (up to \(maxHeldBytes >> 20) MiB) and written when the storage works again",
+                metadata: metadata)
             let since = wallClock()
             failing = Failing(
                 trouble: StorageTrouble(since: since, reason: reason, heldRecords: 0, droppedFixes: 0),

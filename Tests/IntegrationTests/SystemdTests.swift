@@ -177,6 +177,41 @@ struct SystemdTests {
         #expect(JournaldLogHandler.format(level: .info, message: "a\r\nb\u{301}\n") == "<6>a\\r\\nb\u{301}\\n\n")
     }
 
+    /// An event sent over journald's native protocol to a real datagram socket: its metadata as fields of their
+    /// own, a value with a newline in the binary form, keys that cannot be field names left to the message.
+    @Test func journaldEntriesCarryMetadataAsFields() async throws {
+        let socket = try NotifySocket(abstract: false)
+        var logger = Logger(label: "fieldlog") { JournaldLogHandler(label: $0, nativeSocket: socket.address) }
+        logger[metadataKey: "destination"] = "mqtt://broker.example/"
+        logger.warning("walk 20240518T080001Z ended", metadata: ["walk": "20240518T080001Z", "errno": "28", "_x": "1", "why": "a\nb"])
+        let entry = try #require(await socket.next())
+        var fields: [String: String] = [:]
+        var rest = Substring(entry)
+        while let newline = rest.firstIndex(of: "\n") {
+            let line = rest[..<newline]
+            if let equals = line.firstIndex(of: "=") {
+                fields[String(line[..<equals])] = String(line[line.index(after: equals)...])
+                rest = rest[rest.index(after: newline)...]
+            } else {
+                // NAME, newline, a 64-bit little-endian length, the value, newline.
+                let value = rest.utf8.dropFirst(line.utf8.count + 1)
+                let length = value.prefix(8).reversed().reduce(0) { $0 << 8 | Int($1) }
+                fields[String(line)] = String(decoding: value.dropFirst(8).prefix(length), as: UTF8.self)
+                rest = Substring(String(decoding: value.dropFirst(8 + length + 1), as: UTF8.self))
+            }
+        }
+        #expect(fields["PRIORITY"] == "4")
+        #expect(fields["SYSLOG_IDENTIFIER"] == "fieldlog")
+        #expect(fields["WALK"] == "20240518T080001Z")
+        #expect(fields["ERRNO"] == "28")
+        #expect(fields["DESTINATION"] == "mqtt://broker.example/")
+        #expect(fields["WHY"] == "a\nb")
+        #expect(fields["_X"] == nil && fields.keys.allSatisfy { !$0.hasPrefix("_") })
+        #expect(fields["MESSAGE"]?.hasPrefix("walk 20240518T080001Z ended _x=1 destination=mqtt://broker.example/ errno=28") == true, "\(fields)")
+        #expect(JournaldLogHandler.fieldName("photo-source") == "PHOTO_SOURCE")
+        #expect(JournaldLogHandler.fieldName("9lives") == nil && JournaldLogHandler.fieldName("message") == nil)
+    }
+
     @Test func journalStreamMustMatchStderr() {
         #expect(JournaldLogHandler.streamMatches("8:12345", device: 8, inode: 12345))
         #expect(!JournaldLogHandler.streamMatches("8:12345", device: 8, inode: 12346))
