@@ -1,7 +1,7 @@
 import WalkJournal
 
 /// The file formats a walk can be exported in.
-public enum ExportFormat: String, CaseIterable, Sendable {
+package enum ExportFormat: String, CaseIterable, Sendable {
     case json
     case gpx
     case geojson
@@ -9,7 +9,7 @@ public enum ExportFormat: String, CaseIterable, Sendable {
 
     /// The format a file's name asks for by its extension: `.json`, `.gpx`, `.geojson` or `.html`, in any
     /// case (`walk.GPX`).
-    public init?(path: String) {
+    package init?(path: String) {
         let name = path.split(separator: "/").last ?? ""
         guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return nil }
         self.init(rawValue: name[name.index(after: dot)...].lowercased())
@@ -20,13 +20,13 @@ public enum ExportFormat: String, CaseIterable, Sendable {
 let exportChunk = 64 << 10
 
 /// Turns a walk's journal into a file a map, a GIS or a script can read.
-public enum WalkExport {
+package enum WalkExport {
     /// Writes `log` as `format` to `sink` a chunk at a time, reading its track from its journal as it goes
     /// (twice for GeoJSON); throws what reading the journal or `sink` threw. `isCached` tells whether a
     /// photo's thumbnail is still in the on-device cache (it may have been evicted; the journal keeps the
     /// photo's metadata regardless); `thumbnail` reads it, for the HTML page, which carries the thumbnails
     /// inside it.
-    public static func write(
+    package static func write(
         _ log: WalkLog, as format: ExportFormat, isCached: (String) -> Bool = { _ in false },
         thumbnail: @escaping (String) -> [UInt8]? = { _ in nil }, to sink: ([UInt8]) throws -> Void
     ) throws {
@@ -39,7 +39,7 @@ public enum WalkExport {
     }
 
     /// The whole export in memory: for a walk known to be short (tests, a page's example).
-    public static func render(
+    package static func render(
         _ log: WalkLog, as format: ExportFormat, isCached: (String) -> Bool = { _ in false },
         thumbnail: @escaping (String) -> [UInt8]? = { _ in nil }
     ) throws -> [UInt8] {

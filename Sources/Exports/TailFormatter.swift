@@ -3,11 +3,11 @@ import WalkModel
 
 /// Journal records as the one-line summaries `fieldlog tail` prints. Times are shown in the viewer's
 /// local time zone (TZ), from GPS time, or for recorder events outside a walk from the wall clock.
-public struct TailFormatter {
-    public init() {}
+package struct TailFormatter {
+    package init() {}
 
     /// The record's line, or nil for bookkeeping that says nothing to a person (a photo about to be decoded).
-    public func line(for record: JournalRecord) -> String? {
+    package func line(for record: JournalRecord) -> String? {
         switch record {
         case let .event(event) where event.kind == .photoAttempt:
             return nil

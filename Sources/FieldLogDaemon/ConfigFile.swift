@@ -4,27 +4,27 @@ import SystemIO
 /// fieldlog.conf: a flat YAML mapping of option names to values (`every: 50`), read before the command
 /// line, which overrides it. Values stay text: the command-line parser that owns each option judges them,
 /// so an option means the same in the file and on the command line.
-public struct ConfigFile: Sendable, Equatable {
-    public static let defaultPath = "/etc/fieldlog/fieldlog.conf"
+package struct ConfigFile: Sendable, Equatable {
+    package static let defaultPath = "/etc/fieldlog/fieldlog.conf"
     /// A few dozen settings take a few KiB: anything much larger is not a configuration file, and is refused
     /// before it is read (a 50 MB file of comments took 28 s and 1.2 GB).
-    public static let maximumSize = 64 << 10
+    package static let maximumSize = 64 << 10
 
     /// One `key: value` line.
-    public struct Entry: Sendable, Equatable {
-        public var key: String
-        public var value: String
-        public var line: Int
+    package struct Entry: Sendable, Equatable {
+        package var key: String
+        package var value: String
+        package var line: Int
 
-        public init(key: String, value: String, line: Int) {
+        package init(key: String, value: String, line: Int) {
             self.key = key
             self.value = value
             self.line = line
         }
     }
 
-    public let path: String
-    public let entries: [Entry]
+    package let path: String
+    package let entries: [Entry]
 
     /// Parses `text` as the contents of `path`; an empty file, or one of comments only, has no entries.
     ///
@@ -32,7 +32,7 @@ public struct ConfigFile: Sendable, Equatable {
     /// 'single-' or "double-quoted" (with YAML's escapes), one per line, with `#` comments. Anything else YAML
     /// has (lists, tables, anchors, tags, block scalars, values over several lines) is refused with the line,
     /// so that a file never means something other than what fieldlog reads.
-    public init(path: String, text: String) throws(ConfigFileError) {
+    package init(path: String, text: String) throws(ConfigFileError) {
         self.path = path
         var entries: [Entry] = []
         // A key without a value: a list or a table may follow, indented; else it has no value.
@@ -223,7 +223,7 @@ public struct ConfigFile: Sendable, Equatable {
     }
 
     /// `text` as a value that reads back as itself: plain when it can be, else double-quoted.
-    public static func quoted(_ text: String) -> String {
+    package static func quoted(_ text: String) -> String {
         if (try? ConfigFile(path: "", text: "k: " + text))?.entries == [Entry(key: "k", value: text, line: 1)] {
             return text
         }
@@ -246,7 +246,7 @@ public struct ConfigFile: Sendable, Equatable {
     }
 
     /// The file at `path`, or nil when it does not exist and `required` is false.
-    public static func load(path: String, required: Bool) throws(ConfigFileError) -> ConfigFile? {
+    package static func load(path: String, required: Bool) throws(ConfigFileError) -> ConfigFile? {
         let bytes: [UInt8]
         do {
             bytes = try FileIO.readAll(path, limit: maximumSize)
@@ -270,20 +270,20 @@ public struct ConfigFile: Sendable, Equatable {
 }
 
 /// What is wrong with a configuration file, and where: `fieldlog.conf:12: every: must be positive`.
-public struct ConfigFileError: Error, Equatable, CustomStringConvertible {
-    public var path: String
-    public var line: Int?
-    public var key: String?
-    public var problem: String
+package struct ConfigFileError: Error, Equatable, CustomStringConvertible {
+    package var path: String
+    package var line: Int?
+    package var key: String?
+    package var problem: String
 
-    public init(path: String, line: Int?, key: String?, problem: String) {
+    package init(path: String, line: Int?, key: String?, problem: String) {
         self.path = path
         self.line = line
         self.key = key
         self.problem = problem
     }
 
-    public var description: String {
+    package var description: String {
         var text = path
         if let line { text += ":\(line)" }
         if let key { text += ": \(key)" }

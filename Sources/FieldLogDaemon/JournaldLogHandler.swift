@@ -12,18 +12,18 @@ import SystemIO
 /// `LoggingSystem.bootstrap(JournaldLogHandler.standardError)` picks it when `$JOURNAL_STREAM` names
 /// stderr, and swift-log's plain `StreamLogHandler` otherwise (a terminal, a pipe, a test), which prints the
 /// same metadata as `key=value` before the message.
-public struct JournaldLogHandler: LogHandler {
+package struct JournaldLogHandler: LogHandler {
     /// journald's socket for its native protocol (systemd-journald.service(8)).
-    public static let nativeSocket = "/run/systemd/journal/socket"
+    package static let nativeSocket = "/run/systemd/journal/socket"
 
-    public var logLevel: Logger.Level = .info
-    public var metadata: Logger.Metadata = [:]
-    public var metadataProvider: Logger.MetadataProvider?
+    package var logLevel: Logger.Level = .info
+    package var metadata: Logger.Metadata = [:]
+    package var metadataProvider: Logger.MetadataProvider?
     private let label: String
     /// nil: stderr lines only.
     private let nativeSocket: String?
 
-    public init(
+    package init(
         label: String, metadataProvider: Logger.MetadataProvider? = LoggingSystem.metadataProvider,
         nativeSocket: String? = JournaldLogHandler.nativeSocket
     ) {
@@ -33,12 +33,12 @@ public struct JournaldLogHandler: LogHandler {
     }
 
     /// The handler `fieldlog` bootstraps: journald's format when stderr is the journal, plain text otherwise.
-    public static func standardError(label: String) -> any LogHandler {
+    package static func standardError(label: String) -> any LogHandler {
         stderrIsJournal ? JournaldLogHandler(label: label) : StreamLogHandler.standardError(label: label)
     }
 
     /// Whether stderr is the journal stream systemd connected (checked once per process).
-    public static let stderrIsJournal: Bool = {
+    package static let stderrIsJournal: Bool = {
         var status = stat()
         guard fstat(2, &status) == 0 else { return false }
         return streamMatches(
@@ -48,7 +48,7 @@ public struct JournaldLogHandler: LogHandler {
 
     /// `$JOURNAL_STREAM` is "DEVICE:INODE" (decimal) of the stream systemd connected; stderr is still the
     /// journal only if it has the same device and inode (a shell redirect, or a child's own pipe, does not).
-    public static func streamMatches(_ journalStream: String?, device: UInt64, inode: UInt64) -> Bool {
+    package static func streamMatches(_ journalStream: String?, device: UInt64, inode: UInt64) -> Bool {
         guard let journalStream else { return false }
         let parts = journalStream.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, let expectedDevice = UInt64(parts[0]), let expectedInode = UInt64(parts[1]) else {
@@ -58,7 +58,7 @@ public struct JournaldLogHandler: LogHandler {
     }
 
     /// The syslog priority journald reads from a `<N>` prefix.
-    public static func priority(_ level: Logger.Level) -> Int {
+    package static func priority(_ level: Logger.Level) -> Int {
         switch level {
         case .trace, .debug: 7
         case .info: 6
@@ -72,7 +72,7 @@ public struct JournaldLogHandler: LogHandler {
     /// One journal line: `<N>message key=value ...` (plus the logger's label when it is not `fieldlog`),
     /// newline-terminated, with any newline inside turned into a visible `\n` so that one event stays one
     /// journal entry with its priority.
-    public static func format(
+    package static func format(
         level: Logger.Level, label: String = "fieldlog", message: String, metadata: Logger.Metadata = [:]
     ) -> String {
         var line = "<\(priority(level))>"
@@ -128,13 +128,13 @@ public struct JournaldLogHandler: LogHandler {
         return name
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
     // swift-log 1.16's entry point (the older log(level:message:...) is deprecated for handlers to implement).
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var merged = metadata
         if let provided = metadataProvider?.get() { merged.merge(provided) { _, new in new } }
         if let explicit = event.metadata { merged.merge(explicit) { _, new in new } }

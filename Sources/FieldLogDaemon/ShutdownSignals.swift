@@ -6,15 +6,15 @@ import NIOPosix
 /// until one comes. ServiceLifecycle's own signal handling uses a libdispatch source, and libdispatch, once
 /// started, wakes the process every second for the rest of its life (its worker pool's monitor): a third of
 /// an idle recorder's wake-ups at 1 Hz.
-public enum ShutdownSignals {
-    public struct Failure: Error, CustomStringConvertible {
-        public let number: Int32
-        public var description: String { "cannot handle signals: " + String(cString: strerror(number)) }
+package enum ShutdownSignals {
+    package struct Failure: Error, CustomStringConvertible {
+        package let number: Int32
+        package var description: String { "cannot handle signals: " + String(cString: strerror(number)) }
     }
 
     /// Takes over `signals` (once per process) and waits for the first of them; nil when the waiting task is
     /// cancelled first.
-    public static func first(of signals: [Int32]) async throws(Failure) -> Int32? {
+    package static func first(of signals: [Int32]) async throws(Failure) -> Int32? {
         let descriptor = signals.withUnsafeBufferPointer { csandbox_signal_pipe($0.baseAddress, Int32($0.count)) }
         guard descriptor >= 0 else { throw Failure(number: -descriptor) }
         let thread = NIOThreadPool(numberOfThreads: 1)

@@ -8,17 +8,17 @@ import Synchronization
 /// socket named by `$NOTIFY_SOCKET` (a path, or with a leading '@' a name in the abstract namespace).
 /// Without `$NOTIFY_SOCKET` (not started by systemd, or not `Type=notify`) every call does nothing.
 /// Failures are never fatal: the first one is logged, later ones are dropped silently.
-public final class SystemdNotifier: Sendable {
+package final class SystemdNotifier: Sendable {
     /// The socket address as given in `$NOTIFY_SOCKET`, or nil when notifications are off.
-    public let socketPath: String?
+    package let socketPath: String?
     /// Half of `$WATCHDOG_USEC`, when systemd expects this process to pet the watchdog.
-    public let watchdogInterval: Duration?
+    package let watchdogInterval: Duration?
 
     private let logger: Logger
     /// Whether a failure has been logged.
     private let reportedFailure = Mutex(false)
 
-    public init(environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger) {
+    package init(environment: [String: String] = ProcessInfo.processInfo.environment, logger: Logger) {
         self.logger = logger
         let socket = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
         socketPath = socket
@@ -26,33 +26,33 @@ public final class SystemdNotifier: Sendable {
     }
 
     /// `$WATCHDOG_USEC / 2`, if the variable is a positive number and `$WATCHDOG_PID` is unset or names `pid`.
-    public static func watchdogInterval(environment: [String: String], pid: Int) -> Duration? {
+    package static func watchdogInterval(environment: [String: String], pid: Int) -> Duration? {
         guard let text = environment["WATCHDOG_USEC"], let usec = UInt64(text), usec > 0 else { return nil }
         if let owner = environment["WATCHDOG_PID"], !owner.isEmpty, Int(owner) != pid { return nil }
         return .microseconds(Int64(clamping: usec / 2))
     }
 
-    public var isEnabled: Bool { socketPath != nil }
+    package var isEnabled: Bool { socketPath != nil }
 
     /// `READY=1`: state is recovered and the service runs.
-    public func ready(status: String? = nil) {
+    package func ready(status: String? = nil) {
         send(["READY=1"] + (status.map { ["STATUS=" + $0] } ?? []))
     }
 
     /// `STATUS=...`: a one-line status shown by `systemctl status`.
-    public func status(_ text: String) { send(["STATUS=" + text]) }
+    package func status(_ text: String) { send(["STATUS=" + text]) }
 
     /// `WATCHDOG=1`: still alive.
-    public func watchdog() { send(["WATCHDOG=1"]) }
+    package func watchdog() { send(["WATCHDOG=1"]) }
 
     /// `STOPPING=1`: a graceful shutdown has begun.
-    public func stopping(status: String? = nil) {
+    package func stopping(status: String? = nil) {
         send(["STOPPING=1"] + (status.map { ["STATUS=" + $0] } ?? []))
     }
 
     /// Sends the assignments as one datagram, newline-separated. Returns whether it was sent.
     @discardableResult
-    public func send(_ assignments: [String]) -> Bool {
+    package func send(_ assignments: [String]) -> Bool {
         guard let socketPath else { return false }
         // A newline inside a value would start a new assignment.
         let message = assignments.map { $0.replacingScalars("\n", with: " ") }.joined(separator: "\n")

@@ -9,20 +9,20 @@ import SystemIO
 /// Put it last in the group's services: a `ServiceGroup` shuts services down in reverse order, so this one
 /// hears of the shutdown first and says `STOPPING=1` before the recorder syncs and closes the session.
 /// (systemd stops watching the watchdog once the unit is stopping, so petting may end then.)
-public struct SystemdService: Service {
+package struct SystemdService: Service {
     private let notifier: SystemdNotifier
     private let isAlive: @Sendable () async -> Bool
     private let logger: Logger
 
     /// `isAlive` is asked before every pet; a recorder that hangs (never answers) or answers false is not
     /// petted, and systemd restarts the service after `WatchdogSec=`.
-    public init(notifier: SystemdNotifier, logger: Logger, isAlive: @escaping @Sendable () async -> Bool) {
+    package init(notifier: SystemdNotifier, logger: Logger, isAlive: @escaping @Sendable () async -> Bool) {
         self.notifier = notifier
         self.isAlive = isAlive
         self.logger = logger
     }
 
-    public func run() async throws {
+    package func run() async throws {
         guard notifier.isEnabled else {
             // Not under systemd: nothing to say, but stay until the group shuts down like the others.
             try? await gracefulShutdown()

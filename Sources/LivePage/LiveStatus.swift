@@ -4,23 +4,23 @@ import Recording
 import WalkModel
 
 /// The recorder as the live page's status line shows it.
-public struct LiveStatus: Sendable, Equatable {
-    public var distance: Double
-    public var milestones: Int
-    public var gpsd: StatusFile.GPSDState
+package struct LiveStatus: Sendable, Equatable {
+    package var distance: Double
+    package var milestones: Int
+    package var gpsd: StatusFile.GPSDState
     /// System-clock time at which the last fix arrived.
-    public var lastFixWall: Double?
+    package var lastFixWall: Double?
     /// nil when this session has no photo source.
-    public var photos: PhotoActivity.State?
+    package var photos: PhotoActivity.State?
     /// Why journal records are held in memory, while the storage fails.
-    public var storage: String?
+    package var storage: String?
     /// Fixes not recorded this session: held for an implausible GPS time, or rejected (accuracy, a jump).
-    public var suspectFixes: Int
-    public var rejectedFixes: Int
+    package var suspectFixes: Int
+    package var rejectedFixes: Int
     /// The sharing destinations (`ShareStatus.pageLine`), nil when the walk is not shared.
-    public var shares: [String]?
+    package var shares: [String]?
 
-    public init(
+    package init(
         distance: Double, milestones: Int, gpsd: StatusFile.GPSDState, lastFixWall: Double?,
         photos: PhotoActivity.State?, storage: String?, suspectFixes: Int = 0, rejectedFixes: Int = 0,
         shares: [String]? = nil

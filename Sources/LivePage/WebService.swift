@@ -27,20 +27,20 @@ import WalkJournal
 /// crowd of pages cannot slow it down. Answers are streamed a chunk at a time as the client reads, exports
 /// from one shared rendering (`ExportFiles`), thumbnails from their files: what a connection holds is
 /// bounded, whatever the walk's size and whether the client reads or not.
-public struct WebService: Service {
-    public struct Configuration: Sendable {
-        public var host: String
-        public var port: Int
+package struct WebService: Service {
+    package struct Configuration: Sendable {
+        package var host: String
+        package var port: Int
         /// Connections served at once; one more takes the place of another (see `ConnectionBoard`), or is
         /// answered 503 at once.
-        public var maxConnections = 64
+        package var maxConnections = 64
         /// Open event streams at once; beyond it a page takes the place of the oldest stream of the address
         /// holding the most, or is answered 503 if that is its own.
-        public var maxSubscribers = 32
+        package var maxSubscribers = 32
         /// A connection that sends nothing for this long while it has no response running is closed.
-        public var idleTimeout: TimeAmount = .seconds(30)
+        package var idleTimeout: TimeAmount = .seconds(30)
 
-        public init(host: String, port: Int) {
+        package init(host: String, port: Int) {
             self.host = host
             self.port = port
         }
@@ -57,7 +57,7 @@ public struct WebService: Service {
 
     /// `currentWalk` names the walk being recorded; `status` describes the recorder now. A server that
     /// cannot listen logs why and returns.
-    public init(
+    package init(
         configuration: Configuration, store: JournalStore, cacheDirectory: String,
         currentWalk: @escaping @Sendable () -> String?, status: @escaping @Sendable () -> LiveStatus, logger: Logger
     ) {
@@ -73,7 +73,7 @@ public struct WebService: Service {
         self.logger = logger
     }
 
-    public func run() async throws {
+    package func run() async throws {
         let router = Router(context: PageContext.self, options: .autoGenerateHeadEndpoints)
         router.add(middleware: ReadOnlyMiddleware())
         router.get("/") { request, context in

@@ -8,12 +8,12 @@ import WalkModel
 /// extmetadata). Only JPEG files are offered; an image comes at a standard thumbnail width from the upload
 /// host, never the original. Requests go one at a time, carry `maxlag` and a User-Agent naming fieldlog
 /// and a contact, and wait as long as `Retry-After` says (Wikimedia's API etiquette and User-Agent policy).
-public struct CommonsSource: PhotoSource {
-    public static let defaultEndpoint = "https://commons.wikimedia.org/w/api.php"
+package struct CommonsSource: PhotoSource {
+    package static let defaultEndpoint = "https://commons.wikimedia.org/w/api.php"
     /// Where Commons serves images: the only host besides the endpoint's that fieldlog fetches from.
-    public static let uploadHost = "upload.wikimedia.org"
+    package static let uploadHost = "upload.wikimedia.org"
     /// Commons refuses a geosearch radius above 10 km ($wgMaxGeoSearchRadius): it answers `outofrange`.
-    public static let maxRadius = 10_000.0
+    package static let maxRadius = 10_000.0
     /// The widths Wikimedia renders thumbnails at; others are refused.
     package static let thumbnailSteps = [20, 40, 60, 120, 250, 330, 500, 960, 1280, 1920, 3840]
     /// At most 50 scaled images per request (imageinfo's transform limit): no continuation is needed.
@@ -34,7 +34,7 @@ public struct CommonsSource: PhotoSource {
 
     /// `endpoint` must be https, or plain http on a loopback address (tests, local proxies); `caFile` (PEM) is
     /// trusted besides the system's roots. `userAgent` comes from `userAgent(version:contact:)`.
-    public init(
+    package init(
         endpoint: String = defaultEndpoint, caFile: String? = nil, budget: RequestBudget, userAgent: String,
         thumbnailSize: Int = 320, timeout: TimeAmount = .seconds(15)
     ) throws(PhotoSourceError) {
@@ -58,14 +58,14 @@ public struct CommonsSource: PhotoSource {
 
     /// `fieldlog/VERSION (CONTACT)`: Wikimedia wants a User-Agent that names the tool and how to reach its
     /// operator; a shared generic one gets blocked for everybody.
-    public static func userAgent(version: String, contact: String?) -> String {
+    package static func userAgent(version: String, contact: String?) -> String {
         let reach = contact.map { PlainText.fromHTML($0, limit: 200) }.flatMap { $0.isEmpty ? nil : $0 }
         let printable = { (text: String) in String(text.unicodeScalars.filter { $0.value >= 32 && $0.value < 127 }.map(Character.init)) }
         return "fieldlog/\(printable(version)) (\(printable(reach ?? "no contact configured")))"
     }
 
 
-    public func search(latitude: Double, longitude: Double, radius: Double) async throws(PhotoSourceError)
+    package func search(latitude: Double, longitude: Double, radius: Double) async throws(PhotoSourceError)
         -> [PhotoCandidate]
     {
         let point = FlickrSource.decimal(latitude) + "|" + FlickrSource.decimal(longitude)
@@ -84,7 +84,7 @@ public struct CommonsSource: PhotoSource {
         return try await decodeSearch(answer.body, retryAfter: answer.retryAfter)
     }
 
-    public func image(of candidate: PhotoCandidate, limit: Int) async throws(PhotoSourceError) -> [UInt8] {
+    package func image(of candidate: PhotoCandidate, limit: Int) async throws(PhotoSourceError) -> [UInt8] {
         guard isAcceptableImageURL(candidate.imageURL) else {
             throw PhotoSourceError(.permanent, "photo \(candidate.id): image not on \(Self.uploadHost)")
         }

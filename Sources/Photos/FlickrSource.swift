@@ -9,8 +9,8 @@ import WalkModel
 /// serves 429/5xx with HTML bodies: everything is decoded defensively. The API key travels only in the
 /// request URL and is never part of an error message. Images come only from Flickr's static hosts (or the
 /// endpoint's own host), over https, without redirects; every request ends at its deadline, body included.
-public struct FlickrSource: PhotoSource {
-    public static let defaultEndpoint = "https://api.flickr.com/services/rest/"
+package struct FlickrSource: PhotoSource {
+    package static let defaultEndpoint = "https://api.flickr.com/services/rest/"
 
     private let apiKey: String
     private let endpoint: String
@@ -30,7 +30,7 @@ public struct FlickrSource: PhotoSource {
     /// `endpoint` must be https, or plain http on a loopback address (tests, local proxies). `caFile` (PEM)
     /// is trusted besides the system's roots: for a test server or a proxy with its own CA. Without a
     /// `client`, one that follows no redirects is used.
-    public init(
+    package init(
         apiKey: String, endpoint: String = defaultEndpoint, client: HTTPClient? = nil, caFile: String? = nil,
         budget: RequestBudget, thumbnailSize: Int = 320, timeout: TimeAmount = .seconds(15)
     ) throws(PhotoSourceError) {
@@ -76,7 +76,7 @@ public struct FlickrSource: PhotoSource {
         host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]"
     }
 
-    public func search(latitude: Double, longitude: Double, radius: Double) async throws(PhotoSourceError)
+    package func search(latitude: Double, longitude: Double, radius: Double) async throws(PhotoSourceError)
         -> [PhotoCandidate]
     {
         // Flickr's radius is in km, above 0 and below 32.
@@ -103,7 +103,7 @@ public struct FlickrSource: PhotoSource {
         return try decodeSearch(body)
     }
 
-    public func image(of candidate: PhotoCandidate, limit: Int) async throws(PhotoSourceError) -> [UInt8] {
+    package func image(of candidate: PhotoCandidate, limit: Int) async throws(PhotoSourceError) -> [UInt8] {
         try await fetch(candidate.imageURL, what: "photo \(candidate.id)", timeout: timeout * 2, limit: limit)
     }
 
@@ -128,7 +128,7 @@ public struct FlickrSource: PhotoSource {
     }
 
     /// Removes the API key from any text that might be logged or journaled.
-    public func redact(_ text: String) -> String {
+    package func redact(_ text: String) -> String {
         text.replacingScalars(apiKey, with: "<redacted>")
     }
 

@@ -8,25 +8,25 @@ import WalkModel
 /// the position (GPSLatitude/GPSLongitude with their N/S, E/W references) and the attribution (Artist,
 /// ImageDescription or XPTitle, Copyright, DateTimeOriginal); an XMP position where the EXIF has none. Files
 /// without a usable position are skipped, each with its reason. Subfolders and hidden files are not read.
-public actor LocalPhotoSource: PhotoSource {
+package actor LocalPhotoSource: PhotoSource {
     /// What one reading of the folder found, for the log.
-    public struct Scan: Sendable, Equatable {
+    package struct Scan: Sendable, Equatable {
         /// Geotagged JPEGs now offered.
-        public var photos = 0
+        package var photos = 0
         /// JPEGs not offered, by file name, with why: no position, or the file could not be read.
-        public var skipped: [String: Geotag] = [:]
+        package var skipped: [String: Geotag] = [:]
         /// JPEGs skipped because another file's name gave the same id.
-        public var duplicates = 0
+        package var duplicates = 0
 
-        public init() {}
+        package init() {}
 
         /// Files skipped for this reason.
-        public func count(_ reason: Geotag) -> Int {
+        package func count(_ reason: Geotag) -> Int {
             skipped.values.filter { $0 == reason }.count
         }
 
         /// "35 geotagged, 1 no EXIF": the reasons that occurred, in `Geotag`'s order.
-        public var summary: String {
+        package var summary: String {
             var parts = ["\(photos) geotagged"]
             for reason in Geotag.allCases where reason != .geotagged && count(reason) > 0 {
                 parts.append("\(count(reason)) \(reason.rawValue)")
@@ -37,16 +37,16 @@ public actor LocalPhotoSource: PhotoSource {
     }
 
     /// Licence text when a photo's EXIF has no Copyright.
-    public static let defaultLicense = "All rights reserved"
+    package static let defaultLicense = "All rights reserved"
     /// ownerID when a photo's EXIF names no Artist.
-    public static let defaultOwnerID = "local"
+    package static let defaultOwnerID = "local"
     /// ownerName when a photo's EXIF names no Artist.
-    public static let unknownOwner = "unknown"
+    package static let unknownOwner = "unknown"
 
     /// The folder, absolute.
-    public nonisolated let directory: String
+    package nonisolated let directory: String
     private var photos: [String: Photo]
-    public private(set) var lastScan: Scan
+    package private(set) var lastScan: Scan
 
     private struct Photo {
         var candidate: PhotoCandidate
@@ -57,7 +57,7 @@ public actor LocalPhotoSource: PhotoSource {
     private let reader: ExifReading
 
     /// Indexes `directory`. Fails (fatal) only when the folder itself cannot be read.
-    public init(directory: String, reader: ExifReading = .inProcess) throws(PhotoSourceError) {
+    package init(directory: String, reader: ExifReading = .inProcess) throws(PhotoSourceError) {
         guard let resolved = realpath(directory, nil) else {
             throw PhotoSourceError(
                 .fatal, "cannot open --photos-dir \(directory): \(String(cString: strerror(errno)))")
@@ -73,18 +73,18 @@ public actor LocalPhotoSource: PhotoSource {
 
     /// Reads the folder again, for photos added or removed since.
     @discardableResult
-    public func rescan() throws(PhotoSourceError) -> Scan {
+    package func rescan() throws(PhotoSourceError) -> Scan {
         (photos, lastScan) = try Self.index(directory, reader: reader)
         return lastScan
     }
 
     /// Every photo offered, by id.
-    public var candidates: [PhotoCandidate] {
+    package var candidates: [PhotoCandidate] {
         photos.values.map(\.candidate).sorted { $0.id < $1.id }
     }
 
     /// Photos within `radius` metres, nearest first.
-    public func search(latitude: Double, longitude: Double, radius: Double) async throws(PhotoSourceError)
+    package func search(latitude: Double, longitude: Double, radius: Double) async throws(PhotoSourceError)
         -> [PhotoCandidate]
     {
         guard latitude.isFinite, longitude.isFinite, radius.isFinite, radius >= 0 else { return [] }
@@ -99,7 +99,7 @@ public actor LocalPhotoSource: PhotoSource {
 
     /// The file's bytes. Only photos of this folder's index are read, whatever `imageURL` a candidate
     /// carries.
-    public func image(of candidate: PhotoCandidate, limit: Int) async throws(PhotoSourceError) -> [UInt8] {
+    package func image(of candidate: PhotoCandidate, limit: Int) async throws(PhotoSourceError) -> [UInt8] {
         guard let photo = photos[candidate.id] else {
             throw PhotoSourceError(.permanent, "photo \(candidate.id) is not in \(directory)")
         }

@@ -4,8 +4,8 @@ import WalkJournal
 
 /// What the photo service is doing right now, for the live page's status line. Kept in memory only: it
 /// describes the present, and the journal already records every outcome.
-public final class PhotoActivity: Sendable {
-    public enum State: Sendable, Equatable {
+package final class PhotoActivity: Sendable {
+    package enum State: Sendable, Equatable {
         /// Nothing waits for a photo.
         case idle
         case searching(milestone: Int)
@@ -19,9 +19,9 @@ public final class PhotoActivity: Sendable {
     private let state = Mutex(State.idle)
     private let observer = Mutex<(@Sendable (State) -> Void)?>(nil)
 
-    public init() {}
+    package init() {}
 
-    public var current: State { state.withLock { $0 } }
+    package var current: State { state.withLock { $0 } }
 
     /// `body` hears of every change (the recorder writes it into status.json for the live page's process).
     package func observe(_ body: @escaping @Sendable (State) -> Void) {
@@ -67,7 +67,7 @@ extension PhotoActivity.State {
 
 extension PhotoActivity.State {
     /// A few words for a status line: "searching near milestone 4", "retrying in 8 s (HTTP 500)".
-    public func description(now: Double) -> String {
+    package func description(now: Double) -> String {
         switch self {
         case .idle: "waiting for the next milestone"
         case let .searching(milestone): "searching near milestone \(milestone)"

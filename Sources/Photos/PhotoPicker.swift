@@ -7,26 +7,26 @@ import WalkModel
 /// which are taken only when nothing better is in reach; among those, photos by owners other than those of
 /// the walk's latest photos come first; then the nearest, then the id. Deterministic: the same answers
 /// give the same picks.
-public enum PhotoPicker {
+package enum PhotoPicker {
     /// Shots by one owner closer in time than this are one burst: the walk shows one of them.
-    public static let burstSeconds = 60.0
+    package static let burstSeconds = 60.0
     /// Flickr's accuracy scale: 16 is street level, 11 city; below this a position is coarse.
-    public static let streetLevel = 15
+    package static let streetLevel = 15
     /// Owners of this many latest photos of a walk are asked last.
     package static let recentOwnerCount = 3
 
-    public struct Choice: Sendable, Equatable {
-        public var candidate: PhotoCandidate
-        public var distance: Double
+    package struct Choice: Sendable, Equatable {
+        package var candidate: PhotoCandidate
+        package var distance: Double
         /// Coarse position or indoors: taken only when no better photo is in reach.
-        public var isFallback: Bool
+        package var isFallback: Bool
         /// The pick explained, for the journal's `why`.
-        public var why: String
+        package var why: String
     }
 
     /// The usable candidates within `radius` of the point, best first. Skipped files, files in `picks.avoided`
     /// and near-duplicates of the walk's photos are left out.
-    public static func rank(
+    package static func rank(
         _ candidates: [PhotoCandidate], latitude: Double, longitude: Double, radius: Double, picks: WalkPicks
     ) -> [Choice] {
         let usable = candidates.filter { $0.skipReason == nil && !picks.avoided.contains($0.id) && !picks.isNearDuplicate($0) }
@@ -69,18 +69,18 @@ public enum PhotoPicker {
 
 /// What a walk's photos so far mean for its next pick: files not to offer again, the owners of its latest
 /// photos, and when each owner took the photos it shows.
-public struct WalkPicks: Sendable {
+package struct WalkPicks: Sendable {
     /// Used, rejected, or suspected of killing the recorder.
-    public var avoided: Set<String> = []
+    package var avoided: Set<String> = []
     /// Owners of the walk's photos in milestone order, newest last.
-    public var recentOwners: [String] = []
+    package var recentOwners: [String] = []
     /// Taken times (seconds) of the walk's photos, by owner.
     package var shots: [String: [Double]] = [:]
 
-    public init() {}
+    package init() {}
 
     /// From a walk's journal: its photos in milestone order, and what it has rejected or suspects.
-    public init(_ log: WalkLog) {
+    package init(_ log: WalkLog) {
         avoided = log.usedPhotoIDs.union(log.suspectPhotoIDs)
         for index in log.photos.keys.sorted() {
             if let photo = log.photos[index]?.photo { add(photo) }
@@ -88,7 +88,7 @@ public struct WalkPicks: Sendable {
     }
 
     /// Counts a photo the walk now shows.
-    public mutating func add(_ photo: PhotoCandidate) {
+    package mutating func add(_ photo: PhotoCandidate) {
         avoided.insert(photo.id)
         recentOwners.append(photo.ownerID)
         if recentOwners.count > PhotoPicker.recentOwnerCount { recentOwners.removeFirst() }

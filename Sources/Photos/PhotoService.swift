@@ -17,10 +17,10 @@ import WalkModel
 /// served by the first source that finds a photo (`PhotoSourceChain`), the best of its candidates
 /// (`PhotoPicker`). A milestone that cannot be served stays pending in the journal and is retried with
 /// backoff, also after a restart; a source that is unusable (an invalid key) is passed over and reported.
-public struct PhotoService: Service {
-    public struct Pending: Sendable, Equatable {
-        public var walkID: String
-        public var milestone: Milestone
+package struct PhotoService: Service {
+    package struct Pending: Sendable, Equatable {
+        package var walkID: String
+        package var milestone: Milestone
     }
 
     /// What reaches the serving loop: milestones from the recorder, and the walk index once built.
@@ -32,12 +32,12 @@ public struct PhotoService: Service {
     }
 
     /// Search radii in metres, widened step by step when nothing is near (Flickr's limit is below 32 km).
-    public static let radii: [Double] = [100, 500, 2_000, 8_000, 31_000]
+    package static let radii: [Double] = [100, 500, 2_000, 8_000, 31_000]
     /// Coarse or indoor photos are taken only once the search has widened this far without a better one.
-    public static let fallbackReach = 2_000.0
+    package static let fallbackReach = 2_000.0
     /// How long a replay (`--once`) still serves photos after gpsd has ended: without a network it would wait
     /// for ever. What is left stays pending in the journal for the next run.
-    public static let finishWait: Duration = .seconds(30)
+    package static let finishWait: Duration = .seconds(30)
 
     private let sources: [PhotoSourceChain.Member]
     /// Where the photo outcomes and events go: the recorder, which journals them beside the fixes.
@@ -53,10 +53,10 @@ public struct PhotoService: Service {
     private let served = ServedCount()
     private let maxBackoff: Double
     /// What the service is doing now, for the live page.
-    public let activity = PhotoActivity()
+    package let activity = PhotoActivity()
 
     /// One source. Reads nothing: the journals are read once the service runs.
-    public init(
+    package init(
         source: any PhotoSource, sourceName: String, journal: any JournalPort, store: JournalStore,
         thumbnails: any ThumbnailStore, thumbnailer: any ThumbnailMaker, logger: Logger, maxBackoff: Double = 300
     ) throws(JournalError) {
@@ -66,7 +66,7 @@ public struct PhotoService: Service {
     }
 
     /// Sources in order of preference.
-    public init(
+    package init(
         sources: [PhotoSourceChain.Member], journal: any JournalPort, store: JournalStore,
         thumbnails: any ThumbnailStore, thumbnailer: any ThumbnailMaker, logger: Logger, maxBackoff: Double = 300
     ) {
@@ -81,17 +81,17 @@ public struct PhotoService: Service {
 
     /// Ends the service once every queued milestone is served (a replay with `--once` is over), or once
     /// `finishWait` has passed without a milestone served, with the rest pending.
-    public func finishWhenIdle() {
+    package func finishWhenIdle() {
         arrivals.put(.end)
         finishing.put(())
     }
 
     /// Queues a milestone that has just been journaled.
-    public func enqueue(_ milestone: Milestone, walkID: String) {
+    package func enqueue(_ milestone: Milestone, walkID: String) {
         arrivals.put(.milestone(Pending(walkID: walkID, milestone: milestone)))
     }
 
-    public func run() async throws {
+    package func run() async throws {
         // Shutdown cancels this task: in-flight requests are cancelled, pending milestones stay pending.
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in

@@ -1,8 +1,8 @@
 import WalkModel
 
 /// Why a source could not answer, and what to do about it.
-public struct PhotoSourceError: Error, CustomStringConvertible, Sendable, Equatable {
-    public enum Kind: Sendable, Equatable {
+package struct PhotoSourceError: Error, CustomStringConvertible, Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         /// Try again later (network down, timeouts, 429, 5xx, Flickr's temporary codes).
         case temporary
         /// Asking again will not help, for this request (image gone, not a photo).
@@ -11,20 +11,20 @@ public struct PhotoSourceError: Error, CustomStringConvertible, Sendable, Equata
         case fatal
     }
 
-    public var kind: Kind
+    package var kind: Kind
     /// Safe to log and journal: never holds the API key.
-    public var message: String
+    package var message: String
 
-    public init(_ kind: Kind, _ message: String) {
+    package init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }
 
 /// Where milestone photos come from: Flickr, or a local folder of geotagged JPEGs.
-public protocol PhotoSource: Sendable {
+package protocol PhotoSource: Sendable {
     /// Photos taken within `radius` metres of a point, in any order.
     func search(latitude: Double, longitude: Double, radius: Double) async throws(PhotoSourceError) -> [PhotoCandidate]
     /// The image bytes of a candidate, at most `limit` bytes.

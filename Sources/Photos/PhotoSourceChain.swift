@@ -1,15 +1,15 @@
 /// The photo sources to ask, in order of preference (`--photo-sources`): each milestone is served by the
 /// first that finds a photo within its widest radius; the next is asked when one finds nothing or cannot
 /// be used (a rejected key).
-public enum PhotoSourceChain {
-    public struct Member: Sendable {
+package enum PhotoSourceChain {
+    package struct Member: Sendable {
         /// As journaled in a photo record's `source`: "flickr", "commons" or "local".
-        public var name: String
-        public var source: any PhotoSource
+        package var name: String
+        package var source: any PhotoSource
         /// The widest search radius, in metres (Commons refuses more than 10 km).
-        public var maxRadius: Double
+        package var maxRadius: Double
 
-        public init(name: String, source: any PhotoSource, maxRadius: Double = PhotoService.radii.last!) {
+        package init(name: String, source: any PhotoSource, maxRadius: Double = PhotoService.radii.last!) {
             self.name = name
             self.source = source
             self.maxRadius = maxRadius
@@ -23,11 +23,11 @@ public enum PhotoSourceChain {
         }
     }
 
-    public static let names = ["flickr", "commons", "local", "none"]
+    package static let names = ["flickr", "commons", "local", "none"]
 
     /// The names in `list` ("flickr,commons"), in order; nil with the reason when it is not a comma list of
     /// distinct known names, or `none` alone.
-    public static func parse(_ list: String) -> (names: [String]?, problem: String?) {
+    package static func parse(_ list: String) -> (names: [String]?, problem: String?) {
         let names = list.split(separator: ",", omittingEmptySubsequences: false).map {
             String($0.unicodeScalars.filter { !$0.properties.isWhitespace }.map(Character.init)).lowercased()
         }
@@ -43,7 +43,7 @@ public enum PhotoSourceChain {
 
     /// Without `--photo-sources`: the folder when there is one; else Flickr when it has a key, then Commons,
     /// which needs none.
-    public static func defaultNames(hasPhotosDirectory: Bool, hasFlickrKey: Bool) -> [String] {
+    package static func defaultNames(hasPhotosDirectory: Bool, hasFlickrKey: Bool) -> [String] {
         hasPhotosDirectory ? ["local"] : hasFlickrKey ? ["flickr", "commons"] : ["commons"]
     }
 }

@@ -3,7 +3,7 @@ import SystemIO
 /// Paces requests under a per-hour quota (Flickr allows 3600 calls per key per hour; searches and image
 /// downloads both count here). A token bucket on the monotonic clock: network pacing is about real time,
 /// unlike the walk, which runs on GPS time.
-public actor RequestBudget {
+package actor RequestBudget {
     private let perHour: Int
     private let clock = ContinuousClock()
     private var tokens: Double
@@ -11,7 +11,7 @@ public actor RequestBudget {
     /// A small burst, so that a back-fill after an outage starts at once but soon settles to the rate.
     private let burst: Double
 
-    public init(perHour: Int = 3000, burst: Int = 20) {
+    package init(perHour: Int = 3000, burst: Int = 20) {
         self.perHour = perHour
         self.burst = Double(burst)
         tokens = Double(burst)
@@ -21,10 +21,10 @@ public actor RequestBudget {
     /// Set for work that must leave the budget to the walk being recorded (older walks' milestones): such a
     /// request waits until the bucket is full, so that the live walk always finds the burst it would have
     /// with no history, and the backlog goes at the steady rate.
-    @TaskLocal public static var isBackground = false
+    @TaskLocal package static var isBackground = false
 
     /// Waits until a request may be made, and counts it.
-    public func acquire() async {
+    package func acquire() async {
         let needed = Self.isBackground ? burst : 1
         while true {
             refill()

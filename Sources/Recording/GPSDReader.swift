@@ -6,7 +6,7 @@ import Synchronization
 import WalkModel
 
 /// What the gpsd connection reports to the walk.
-public enum GPSEvent: Sendable, Equatable {
+package enum GPSEvent: Sendable, Equatable {
     case connected
     /// The connection failed or ended; the reader is backing off before it reconnects.
     case disconnected(reason: String)
@@ -21,21 +21,21 @@ public enum GPSEvent: Sendable, Equatable {
 /// that thread: at 1 Hz, a hop into Swift concurrency per fix cost more CPU than recording the fix
 /// (bench/results/daemon.md). gpsd going away, restarting, never coming, hanging or sending garbage is
 /// normal: it reconnects forever with backoff capped at 2 s.
-public final class GPSDReader: Sendable {
-    public struct Configuration: Sendable {
-        public var host: String
-        public var port: String
+package final class GPSDReader: Sendable {
+    package struct Configuration: Sendable {
+        package var host: String
+        package var port: String
         /// Stop after the first connection ends instead of reconnecting (replays and demos).
-        public var once: Bool = false
-        public var initialBackoff: Double = 0.5
+        package var once: Bool = false
+        package var initialBackoff: Double = 0.5
         /// A refused connect costs microseconds, and gpsd must be found again within 3 s of its return.
-        public var maxBackoff: Double = 2
+        package var maxBackoff: Double = 2
         /// Without a gpsd message for this long, ask gpsd for its VERSION (a live gpsd answers even with no
         /// receiver attached); without one for `silenceLimit`, reconnect.
-        public var silenceBeforeProbe: Duration = .seconds(6)
-        public var silenceLimit: Duration = .seconds(10)
+        package var silenceBeforeProbe: Duration = .seconds(6)
+        package var silenceLimit: Duration = .seconds(10)
 
-        public init(host: String, port: String) {
+        package init(host: String, port: String) {
             self.host = host
             self.port = port
         }
@@ -47,14 +47,14 @@ public final class GPSDReader: Sendable {
     /// gpsd's own advice: waits shorter than about 2 s can misreport on some versions.
     private static let waitMicroseconds: Int32 = 2_000_000
 
-    public init(configuration: Configuration, logger: Logger) {
+    package init(configuration: Configuration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
     }
 
     /// Reads until `stop()`, or with `once` until gpsd closes, calling `handle` on the reader thread for every
     /// event; when `handle` throws, reading stops and the error is rethrown here.
-    public func run(handle: @escaping @Sendable (GPSEvent) throws -> Void) async throws {
+    package func run(handle: @escaping @Sendable (GPSEvent) throws -> Void) async throws {
         // A thread of its own, from a pool of one: libgps blocks, and the thread must not be one that Swift
         // concurrency or the event loops need.
         let thread = NIOThreadPool(numberOfThreads: 1)
@@ -70,7 +70,7 @@ public final class GPSDReader: Sendable {
         }
     }
 
-    public func stop() {
+    package func stop() {
         stopped.set()
     }
 

@@ -4,14 +4,14 @@ import ServiceLifecycle
 import WalkModel
 
 /// The `fieldlog run` service: gpsd events in, walk journal out, until graceful shutdown.
-public struct RecorderService: Service {
+package struct RecorderService: Service {
     private let reader: GPSDReader
     private let recorder: WalkRecorder
     private let status: StatusFile
     private let onEnd: @Sendable () -> Void
 
     /// `onEnd` runs once the session has ended and everything is synced.
-    public init(
+    package init(
         reader: GPSDReader, recorder: WalkRecorder, status: StatusFile,
         onEnd: @escaping @Sendable () -> Void = {}
     ) {
@@ -21,7 +21,7 @@ public struct RecorderService: Service {
         self.onEnd = onEnd
     }
 
-    public func run() async throws {
+    package func run() async throws {
         recorder.note(.sessionStart, message: "pid \(getpid())")
         status.update(gpsd: .connecting, summary: recorder.summary)
         try await withGracefulShutdownHandler {

@@ -16,46 +16,46 @@ import WalkModel
 /// file out at once (`auto_da_alloc`): a sixth of the recorder's CPU at 1 Hz (docs/benchmark-studies.md section 1). In
 /// place it needs no new inode or block, so it also works on a full disk. A reader may catch a write half
 /// done, or a power cut may leave one: `read` tries again, and the recorder writes the file anew at start.
-public final class StatusFile: Sendable {
-    public enum GPSDState: String, Codable, Sendable {
+package final class StatusFile: Sendable {
+    package enum GPSDState: String, Codable, Sendable {
         case connecting, connected, disconnected, stopped
     }
 
-    public struct Contents: Codable, Sendable {
-        public var pid: Int32
-        public var gpsd: GPSDState
-        public var gpsdAddress: String
-        public var walk: String?
-        public var distanceMetres: Double
-        public var milestones: Int
-        public var lastFixTime: String?
+    package struct Contents: Codable, Sendable {
+        package var pid: Int32
+        package var gpsd: GPSDState
+        package var gpsdAddress: String
+        package var walk: String?
+        package var distanceMetres: Double
+        package var milestones: Int
+        package var lastFixTime: String?
         /// System-clock time at which the last fix was journaled, for its age.
-        public var lastFixWall: Double?
-        public var updatedWall: Double
+        package var lastFixWall: Double?
+        package var updatedWall: Double
         /// Set while journal records cannot be written and are held in memory.
-        public var storage: Storage?
+        package var storage: Storage?
         /// Fixes dropped this session for an implausible GPS time, and the first GPS time of the latest episode.
-        public var suspectFixes: Int?
-        public var lastSuspectTime: String?
+        package var suspectFixes: Int?
+        package var lastSuspectTime: String?
         /// Fixes dropped this session for their accuracy, position, a jump or a time that did not advance.
-        public var rejectedFixes: Int?
+        package var rejectedFixes: Int?
         /// What the photo service is doing; nil when this session has no photo source.
-        public var photos: PhotoStatus?
+        package var photos: PhotoStatus?
         /// The live page's and sharing's processes, when this recorder starts them (`--helpers children`).
-        public var helpers: [Helper]?
+        package var helpers: [Helper]?
 
         /// A process the recorder started beside itself, as its supervisor last saw it.
-        public struct Helper: Codable, Sendable, Equatable {
+        package struct Helper: Codable, Sendable, Equatable {
             /// `live-page` or `live-share`.
-            public var name: String
-            public var pid: Int32?
-            public var running: Bool
+            package var name: String
+            package var pid: Int32?
+            package var running: Bool
             /// Times it was started again after it ended.
-            public var restarts: Int
+            package var restarts: Int
             /// How it last ended ("exit status 1", "killed by signal 9"), nil while it never did.
-            public var lastExit: String?
+            package var lastExit: String?
 
-            public init(name: String, pid: Int32?, running: Bool, restarts: Int, lastExit: String?) {
+            package init(name: String, pid: Int32?, running: Bool, restarts: Int, lastExit: String?) {
                 self.name = name
                 self.pid = pid
                 self.running = running
@@ -69,11 +69,11 @@ public final class StatusFile: Sendable {
             }
         }
 
-        public struct Storage: Codable, Sendable {
-            public var since: Double
-            public var reason: String
-            public var heldRecords: Int
-            public var droppedFixes: Int
+        package struct Storage: Codable, Sendable {
+            package var since: Double
+            package var reason: String
+            package var heldRecords: Int
+            package var droppedFixes: Int
 
             package enum CodingKeys: String, CodingKey {
                 case since, reason
@@ -83,7 +83,7 @@ public final class StatusFile: Sendable {
         }
 
         /// Whether it describes a recorder running now (its process exists and it has not stopped).
-        public var isCurrent: Bool {
+        package var isCurrent: Bool {
             processExists(pid) && gpsd != .stopped
         }
 
@@ -101,7 +101,7 @@ public final class StatusFile: Sendable {
         }
     }
 
-    public static let fileName = "status.json"
+    package static let fileName = "status.json"
     private let path: String
     private let state: Mutex<State>
     private static let minimumInterval = 30.0
@@ -119,7 +119,7 @@ public final class StatusFile: Sendable {
         var length: Int?
     }
 
-    public init(directory: String, gpsdAddress: String) {
+    package init(directory: String, gpsdAddress: String) {
         path = directory + "/" + Self.fileName
         let contents = Contents(
             pid: getpid(), gpsd: .connecting, gpsdAddress: gpsdAddress, walk: nil, distanceMetres: 0,
@@ -128,7 +128,7 @@ public final class StatusFile: Sendable {
     }
 
     /// The status, or nil when there is none or it cannot be read (read twice: a write may be under way).
-    public static func read(directory: String) -> Contents? {
+    package static func read(directory: String) -> Contents? {
         for attempt in 0..<2 {
             if attempt > 0 { usleep(20_000) }
             // Only a regular file of a status's size: a FIFO put there would block `fieldlog status` for ever.
@@ -145,11 +145,11 @@ public final class StatusFile: Sendable {
     }
 
     /// The connection to gpsd and the system-clock time the last fix was journaled, as now (not as last written).
-    public var gpsdState: (state: GPSDState, lastFixWall: Double?) {
+    package var gpsdState: (state: GPSDState, lastFixWall: Double?) {
         state.withLock { state in (state.contents.gpsd, state.contents.lastFixWall) }
     }
 
-    public func noteFix(summary: WalkRecorder.Summary) {
+    package func noteFix(summary: WalkRecorder.Summary) {
         state.withLock { state in
             let changed = state.contents.walk != summary.walkID || state.contents.milestones != summary.milestones
                 || state.contents.suspectFixes != summary.suspectFixes
@@ -158,7 +158,7 @@ public final class StatusFile: Sendable {
         }
     }
 
-    public func update(gpsd: GPSDState, summary: WalkRecorder.Summary) {
+    package func update(gpsd: GPSDState, summary: WalkRecorder.Summary) {
         state.withLock { state in
             let changed = state.contents.gpsd != gpsd
             state.contents.gpsd = gpsd
@@ -168,7 +168,7 @@ public final class StatusFile: Sendable {
     }
 
     /// The photo service's activity changed: written at once, the live page's status line shows it.
-    public func note(photos: PhotoStatus) {
+    package func note(photos: PhotoStatus) {
         state.withLock { state in
             guard state.contents.photos != photos else { return }
             state.contents.photos = photos
@@ -177,7 +177,7 @@ public final class StatusFile: Sendable {
     }
 
     /// The processes beside the recorder changed (started, ended, restarted): written at once.
-    public func note(helpers: [Contents.Helper]) {
+    package func note(helpers: [Contents.Helper]) {
         state.withLock { state in
             guard state.contents.helpers != helpers else { return }
             state.contents.helpers = helpers

@@ -9,9 +9,9 @@ import WalkModel
 /// disk when. One lock makes it safe from any thread: the gpsd reader thread records each fix itself, the
 /// photo service attaches photos from its task. Storage faults never reach its callers: the journal
 /// writer holds records in memory while the disk fails and writes them, in order, when it works again.
-public final class WalkRecorder: JournalPort {
-    public let store: JournalStore
-    public let limits: WalkLimits
+package final class WalkRecorder: JournalPort {
+    package let store: JournalStore
+    package let limits: WalkLimits
     private let core: Mutex<Core>
 
     /// What the lock guards: all the recorder changes, and the little its work needs besides.
@@ -68,18 +68,18 @@ public final class WalkRecorder: JournalPort {
         var tracker: WalkTracker
     }
 
-    public struct Summary: Sendable {
-        public var walkID: String?
-        public var distance: Double
-        public var milestones: Int
-        public var lastFixTime: Double?
+    package struct Summary: Sendable {
+        package var walkID: String?
+        package var distance: Double
+        package var milestones: Int
+        package var lastFixTime: Double?
         /// Set while journal records cannot be written and are held in memory.
-        public var storage: StorageTrouble?
+        package var storage: StorageTrouble?
         /// Fixes dropped this session for an implausible GPS time, and the first GPS time of the latest episode.
-        public var suspectFixes = 0
-        public var lastSuspectTime: Double?
+        package var suspectFixes = 0
+        package var lastSuspectTime: Double?
         /// Fixes dropped this session for their accuracy, position, a jump or a time that did not advance.
-        public var rejectedFixes = 0
+        package var rejectedFixes = 0
 
         package init(walkID: String? = nil, distance: Double, milestones: Int, lastFixTime: Double? = nil, storage: StorageTrouble? = nil, lastSuspectTime: Double? = nil) {
             self.walkID = walkID
@@ -93,7 +93,7 @@ public final class WalkRecorder: JournalPort {
 
     /// Opens the state directory and repairs the newest walk if a crash cut it short. Fails only when the
     /// state directory cannot be created, written or read at all.
-    public init(
+    package init(
         store: JournalStore, limits: WalkLimits, logger: Logger, syncInterval: Duration = .seconds(5),
         maxHeldBytes: Int = 16 << 20
     ) throws(JournalError) {
@@ -136,22 +136,22 @@ public final class WalkRecorder: JournalPort {
 
     /// Registers who acts on milestones (photo lookup); it is called once the milestone is synced, or held
     /// in memory while the storage fails (photos are still looked up meanwhile).
-    public func setMilestoneHandler(_ handler: @escaping @Sendable (Milestone, _ walkID: String) -> Void) {
+    package func setMilestoneHandler(_ handler: @escaping @Sendable (Milestone, _ walkID: String) -> Void) {
         core.withLock { $0.onMilestone = handler }
     }
 
     /// Registers what frees space when the storage is full (the thumbnail cache); called once per episode.
-    public func setStorageFullHandler(_ handler: @escaping @Sendable () -> Void) {
+    package func setStorageFullHandler(_ handler: @escaping @Sendable () -> Void) {
         core.withLock { $0.writer.onStorageFull = handler }
     }
 
-    public var summary: Summary {
+    package var summary: Summary {
         core.withLock { $0.currentSummary }
     }
 
     /// Feeds one fix from gpsd. Fixes without GPS time are useless to a walk on GPS time and are dropped
     /// before they get here.
-    public func record(_ fix: Fix) {
+    package func record(_ fix: Fix) {
         core.withLock { core in
             if let finished = core.collapser.add(fix) {
                 core.process(finished)
@@ -160,14 +160,14 @@ public final class WalkRecorder: JournalPort {
     }
 
     /// Journals a recorder event (gpsd state, errors) with the system clock as its wall time.
-    public func note(_ kind: JournalEvent.Kind, message: String? = nil) {
+    package func note(_ kind: JournalEvent.Kind, message: String? = nil) {
         core.withLock { $0.journal(kind, message: message) }
     }
 
-    public var currentWalkID: String? { summary.walkID }
+    package var currentWalkID: String? { summary.walkID }
 
     /// Journals an event into walk `id`, which may have ended since, and syncs it.
-    public func note(_ kind: JournalEvent.Kind, message: String? = nil, toWalk id: String) {
+    package func note(_ kind: JournalEvent.Kind, message: String? = nil, toWalk id: String) {
         core.withLock { core in
             let event = JournalEvent(kind: kind, wall: Date().timeIntervalSince1970, message: message)
             core.writer.append(JournalCodec.encode(.event(event)), to: id)
@@ -177,7 +177,7 @@ public final class WalkRecorder: JournalPort {
 
     /// Called when gpsd's stream pauses or ends, or reports without a fix: the last epoch is complete, and
     /// unsynced fixes are synced if due.
-    public func flush() {
+    package func flush() {
         core.withLock { core in
             if let finished = core.collapser.flush() {
                 core.process(finished)
@@ -189,7 +189,7 @@ public final class WalkRecorder: JournalPort {
     /// Ends this session (not the walk: a later session may resume it) with everything on disk if the
     /// storage allows. Returns false when records could not be written: they are lost with the process.
     @discardableResult
-    public func finishSession(reason: String) -> Bool {
+    package func finishSession(reason: String) -> Bool {
         core.withLock { core in
             if let finished = core.collapser.flush() {
                 core.process(finished)
@@ -209,7 +209,7 @@ public final class WalkRecorder: JournalPort {
 
     /// Journals a milestone's photo outcome into its walk, which may have ended since, and syncs it: a
     /// photo recorded is a photo not fetched again.
-    public func attach(_ photo: MilestonePhoto, toWalk id: String) {
+    package func attach(_ photo: MilestonePhoto, toWalk id: String) {
         core.withLock { core in
             core.writer.append(JournalCodec.encode(.photo(photo)), to: id)
             core.sync()

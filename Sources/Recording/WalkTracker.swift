@@ -2,7 +2,7 @@ import WalkModel
 import WalkJournal
 
 /// What a fix did to the walk, in the order it must be journaled.
-public enum WalkEvent: Sendable, Equatable {
+package enum WalkEvent: Sendable, Equatable {
     case segment(SegmentBreak)
     case point(TrackPoint)
     case milestone(Milestone)
@@ -12,28 +12,28 @@ public enum WalkEvent: Sendable, Equatable {
 /// The walk's state machine: filters fixes, splits segments, places milestones, and leaves measuring the
 /// distance along the path to `DistanceEstimator`. It runs on GPS time only, so a replayed capture gives
 /// the same walk at any speed.
-public struct WalkTracker: Sendable {
-    public let limits: WalkLimits
-    public private(set) var distance: Double = 0
-    public private(set) var segment: Int = 0
-    public private(set) var milestoneCount: Int = 0
+package struct WalkTracker: Sendable {
+    package let limits: WalkLimits
+    package private(set) var distance: Double = 0
+    package private(set) var segment: Int = 0
+    package private(set) var milestoneCount: Int = 0
     /// The next multiple of `milestoneEvery` the walk has to reach for a milestone.
     private var nextMilestoneDistance: Double = 0
-    public private(set) var lastPoint: TrackPoint?
+    package private(set) var lastPoint: TrackPoint?
     private var estimator = DistanceEstimator()
     private var speedRejections = 0
     /// An outlier reference would reject every good fix after it; after this many rejections in a row
     /// the walk restarts measuring from the newest fix.
     private static let speedRejectionsBeforeReset = 10
 
-    public init(limits: WalkLimits) {
+    package init(limits: WalkLimits) {
         self.limits = limits
     }
 
     /// What rebuilding an interrupted walk needs of its journal's points, taken in one at a time as the
     /// journal is read: the last segment's points of the estimator's memory (at most `maxPoints`), and
     /// whether the last point before them that tells says the receiver measures speed.
-    public struct Restoration: Sendable {
+    package struct Restoration: Sendable {
         /// Bounds what a journal of points that all share one time can make recovery hold: 20 Hz for the
         /// estimator's memory.
         static let maxPoints = 20 * Int(DistanceEstimator.memory)
@@ -43,11 +43,11 @@ public struct WalkTracker: Sendable {
         private var first = 0
         fileprivate private(set) var measuresSpeed: Bool?
 
-        public init() {}
+        package init() {}
 
         fileprivate var recent: ArraySlice<TrackPoint> { points[first...] }
 
-        public mutating func add(_ point: TrackPoint) {
+        package mutating func add(_ point: TrackPoint) {
             let since = point.fix.time - DistanceEstimator.memory
             while first < points.count,
                 points[first].segment != point.segment || points[first].fix.time < since
@@ -71,13 +71,13 @@ public struct WalkTracker: Sendable {
     /// Rebuilds the state of an interrupted walk from its journal, so it continues without losing
     /// distance or repeating a milestone: `points` are its points in order (all of them, or those a
     /// `Restoration` kept).
-    public init(limits: WalkLimits, restoring points: [TrackPoint], milestones: [Milestone]) {
+    package init(limits: WalkLimits, restoring points: [TrackPoint], milestones: [Milestone]) {
         var restoration = Restoration()
         points.forEach { restoration.add($0) }
         self.init(limits: limits, restoring: restoration, milestones: milestones)
     }
 
-    public init(limits: WalkLimits, restoring restoration: Restoration, milestones: [Milestone]) {
+    package init(limits: WalkLimits, restoring restoration: Restoration, milestones: [Milestone]) {
         self.limits = limits
         milestoneCount = milestones.count
         if let last = milestones.last {
@@ -100,7 +100,7 @@ public struct WalkTracker: Sendable {
     /// Why a journaled walk's distance cannot be true, with the distance its fixes give when measured again;
     /// nil when it can be. No walk goes further than `maxSpeed` for its time plus three times the largest
     /// position error accepted at every fix.
-    public static func implausibleDistance(
+    package static func implausibleDistance(
         of log: WalkLog, limits: WalkLimits
     ) -> (reason: String, recomputed: Double)? {
         guard let first = log.firstPoint, let last = log.lastPoint else { return nil }
@@ -116,7 +116,7 @@ public struct WalkTracker: Sendable {
     }
 
     /// Why `fix` is unusable on its own, whatever came before it; nil if it is usable.
-    public static func flaw(of fix: Fix, limits: WalkLimits) -> String? {
+    package static func flaw(of fix: Fix, limits: WalkLimits) -> String? {
         guard fix.mode >= 2, fix.latitude.isFinite, fix.longitude.isFinite,
             abs(fix.latitude) <= 90, abs(fix.longitude) <= 180
         else {
@@ -128,7 +128,7 @@ public struct WalkTracker: Sendable {
         return nil
     }
 
-    public mutating func ingest(_ reported: Fix) -> [WalkEvent] {
+    package mutating func ingest(_ reported: Fix) -> [WalkEvent] {
         let fix = reported.bounded
         if let flaw = Self.flaw(of: fix, limits: limits) {
             return [.rejected(fix, reason: flaw)]

@@ -8,15 +8,15 @@ import SystemIO
 /// Kept in `share-HASH.state` in the state directory, replaced whole (temp file, fsync, rename) after each
 /// acknowledgement (one write for all that a poll found): a crash or a power cut finds the old position or the
 /// new one, so what follows it is sent again (at most once more), and nothing before it.
-public struct ShareCursor: Codable, Sendable, Equatable {
-    public var url: String
-    public var device: String
+package struct ShareCursor: Codable, Sendable, Equatable {
+    package var url: String
+    package var device: String
     /// nil: no walk existed when sharing was set up; every walk counts.
-    public var walk: String?
-    public var acknowledged: Int
+    package var walk: String?
+    package var acknowledged: Int
     /// GPS time (`tst`) and system-clock time of the last acknowledgement.
-    public var lastTst: Int?
-    public var lastWall: Double?
+    package var lastTst: Int?
+    package var lastWall: Double?
 
     package enum CodingKeys: String, CodingKey {
         case url, device, walk, acknowledged
@@ -27,7 +27,7 @@ public struct ShareCursor: Codable, Sendable, Equatable {
     package static let maxBytes = 64 << 10
 
     /// What a destination's state file holds.
-    public enum Saved: Sendable, Equatable {
+    package enum Saved: Sendable, Equatable {
         case position(ShareCursor)
         /// No file: the destination is new.
         case missing
@@ -35,7 +35,7 @@ public struct ShareCursor: Codable, Sendable, Equatable {
         case unusable(String)
     }
 
-    public static func read(_ destination: ShareDestination, directory: String) -> Saved {
+    package static func read(_ destination: ShareDestination, directory: String) -> Saved {
         let bytes: [UInt8]
         do {
             bytes = try FileIO.readRegular(destination.stateFileName, in: directory, maxBytes: maxBytes)

@@ -7,29 +7,29 @@ import Glibc
 ///     https://[USER@]HOST[:PORT]/PATH       http://…   (loopback only)
 ///
 /// A URL never holds a password: it comes from a credential file, and only to a URL that names a user.
-public struct ShareDestination: Sendable, Hashable, CustomStringConvertible {
-    public enum Kind: String, Sendable, Hashable {
+package struct ShareDestination: Sendable, Hashable, CustomStringConvertible {
+    package enum Kind: String, Sendable, Hashable {
         case mqtt, http
     }
 
-    public var kind: Kind
-    public var tls: Bool
-    public var host: String
-    public var port: Int
+    package var kind: Kind
+    package var tls: Bool
+    package var host: String
+    package var port: Int
     /// The OwnTracks user (MQTT login and topic, the Recorder's `u`).
-    public var user: String?
+    package var user: String?
     /// The OwnTracks device (topic, the Recorder's `d`).
-    public var device: String
+    package var device: String
     /// MQTT: the base topic (`owntracks/USER/DEVICE` by default). HTTP: the path and query.
-    public var topic: String
-    public var path: String
+    package var topic: String
+    package var path: String
     /// The URL as given, without a password (there never is one): it names the destination in the status,
     /// the log and the state file.
-    public let url: String
+    package let url: String
 
-    public static let defaultUser = "fieldlog"
+    package static let defaultUser = "fieldlog"
 
-    public init(url: String, device: String) throws(ShareError) {
+    package init(url: String, device: String) throws(ShareError) {
         self.url = url
         self.device = device
         guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else {
@@ -94,18 +94,18 @@ public struct ShareDestination: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var description: String { url }
+    package var description: String { url }
 
     /// A password goes only where it cannot be read on the way: over TLS, or on loopback. Plain http:// is
     /// refused off loopback whatever the password; plain mqtt:// only with one.
-    public func requirePrivateLogin() throws(ShareError) {
+    package func requirePrivateLogin() throws(ShareError) {
         guard tls || Self.isLoopback(host) else {
             throw ShareError("--share \(url): a password goes only over \(kind == .mqtt ? "mqtts" : "https")://, never in clear to another host")
         }
     }
 
     /// The file name of this destination's durable position in the state directory.
-    public var stateFileName: String {
+    package var stateFileName: String {
         // FNV-1a of the URL and device: stable across runs and versions, and no path characters.
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in (url + "\n" + device).utf8 {
@@ -137,7 +137,7 @@ public struct ShareDestination: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The OwnTracks device name for this machine: its host name, lowercased, as topic-safe characters.
-    public static func defaultDevice() -> String {
+    package static func defaultDevice() -> String {
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count - 1) == 0 else { return "fieldlog" }
         let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -145,7 +145,7 @@ public struct ShareDestination: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `name` as a topic level (letters, digits, `-`, `_`, `.`), or nil when nothing is left.
-    public static func sanitizedDevice(_ name: String) -> String? {
+    package static func sanitizedDevice(_ name: String) -> String? {
         let kept = String(
             name.lowercased().unicodeScalars.map { scalar -> Character in
                 scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "-_.".unicodeScalars.contains(scalar))
@@ -156,12 +156,12 @@ public struct ShareDestination: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// What went wrong with sharing: said in words, never with a password in them.
-public struct ShareError: Error, CustomStringConvertible, Sendable {
-    public let message: String
+package struct ShareError: Error, CustomStringConvertible, Sendable {
+    package let message: String
 
-    public init(_ message: String) {
+    package init(_ message: String) {
         self.message = message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }

@@ -10,26 +10,26 @@ import WalkModel
 /// each independent. The journal is the queue: a destination's position is kept durably and everything after it
 /// is sent, oldest first, at a bounded rate. Nothing here can stop or slow the recorder: the engines only read the
 /// journals, and their network work runs on libmosquitto's thread or AsyncHTTPClient's event loop.
-public final class ShareService: Service, Sendable {
-    public struct Settings: Sendable {
+package final class ShareService: Service, Sendable {
+    package struct Settings: Sendable {
         /// Each `--share` destination, ready with its own password or unusable.
-        public var targets: [ShareTarget]
-        public var caFile: String?
-        public var tid: String
+        package var targets: [ShareTarget]
+        package var caFile: String?
+        package var tid: String
         /// Seconds of GPS time between shared fixes at most (`--share-every`).
-        public var every: Double
+        package var every: Double
         /// Messages a second at most per destination, also after an outage (`--share-rate`).
-        public var rate: Double
-        public var cacheDirectory: String?
-        public var keepalive = 60
-        public var backoffMax = 120.0
-        public var unavailableAfter = 60.0
+        package var rate: Double
+        package var cacheDirectory: String?
+        package var keepalive = 60
+        package var backoffMax = 120.0
+        package var unavailableAfter = 60.0
         /// The first wait before asking a destination that refused the credentials again (`ShareRetry`).
-        public var rejectedRetry = ShareRetry.rejectedDefault
+        package var rejectedRetry = ShareRetry.rejectedDefault
         /// The recorder this process shares beside (see `ShareEngine.Settings.recorderPid`).
-        public var recorderPid: Int32?
+        package var recorderPid: Int32?
 
-        public init(
+        package init(
             targets: [ShareTarget], caFile: String?, tid: String, every: Double, rate: Double, cacheDirectory: String?
         ) {
             self.targets = targets
@@ -48,7 +48,7 @@ public final class ShareService: Service, Sendable {
     private let current = Mutex<[ShareStatus]>([])
 
     /// `onEvent` journals what the destinations' owners should hear of (through the recorder, which owns the journal).
-    public init(
+    package init(
         settings: Settings, store: JournalStore, logger: Logger,
         onEvent: @escaping @Sendable (JournalEvent.Kind, String) -> Void
     ) {
@@ -64,11 +64,11 @@ public final class ShareService: Service, Sendable {
     }
 
     /// Each destination as of now, for the live page.
-    public var statuses: [ShareStatus] {
+    package var statuses: [ShareStatus] {
         current.withLock { $0 }
     }
 
-    public func run() async throws {
+    package func run() async throws {
         let (engines, unusable) = makeEngines()
         // Shutdown ends the loop (and its sleep) at once; then what was journaled is given `drainSeconds` to be
         // acknowledged, and what is not stays in the journal for the next run.
@@ -228,15 +228,15 @@ public final class ShareService: Service, Sendable {
 }
 
 /// `fieldlog share --walk ID`: a stored walk sent once to a destination, for a trip recorded offline.
-public enum ShareOnce {
-    public struct Outcome: Sendable {
-        public var sent: Int
-        public var acknowledged: Int
-        public var status: ShareStatus
+package enum ShareOnce {
+    package struct Outcome: Sendable {
+        package var sent: Int
+        package var acknowledged: Int
+        package var status: ShareStatus
     }
 
     /// Sends every message of walk `id` and waits for their acknowledgements, at most `timeout` seconds without progress.
-    public static func send(
+    package static func send(
         walk id: String, to destination: ShareDestination, password: String?, settings: ShareService.Settings,
         store: JournalStore, logger: Logger, timeout: Double = 60
     ) async throws(ShareError) -> Outcome {

@@ -4,21 +4,21 @@ import Glibc
 import SystemIO
 
 /// One destination as `fieldlog status` and the live page show it.
-public struct ShareStatus: Codable, Sendable, Equatable {
-    public var destination: String
-    public var connection: ShareConnection
+package struct ShareStatus: Codable, Sendable, Equatable {
+    package var destination: String
+    package var connection: ShareConnection
     /// Messages chosen from the journal and not yet acknowledged (read ahead at most `ShareEngine.readAhead`).
-    public var waiting: Int
+    package var waiting: Int
     /// The journal holds lines sharing has not read yet: more than `waiting` wait (nil in older files).
-    public var unread: Bool?
+    package var unread: Bool?
     /// GPS time (`tst`) and system-clock time of the last acknowledgement, this run or before.
-    public var lastTst: Int?
-    public var lastWall: Double?
+    package var lastTst: Int?
+    package var lastWall: Double?
     /// The latest failure in words (never a password).
-    public var error: String?
+    package var error: String?
     /// Something about this destination to fix or to know, said whatever the connection (a password file
     /// every user may read, a position file that could not be used).
-    public var notice: String?
+    package var notice: String?
 
     package enum CodingKeys: String, CodingKey {
         case destination, connection, waiting, unread, error, notice
@@ -27,13 +27,13 @@ public struct ShareStatus: Codable, Sendable, Equatable {
     }
 
     /// "12 waiting", or "12 waiting and more in the journal, not read yet": never "0 waiting" while lines are unread.
-    public var waitingWords: String {
+    package var waitingWords: String {
         unread == true ? "\(waiting) waiting and more in the journal, not read yet" : "\(waiting) waiting"
     }
 
     /// The live page's words for it, under a neutral `label` ("destination 1"): the page has no login and is seen
     /// by anyone on its Wi-Fi, so no host, user or failure text (`fieldlog status` has those).
-    public func pageLine(label: String) -> String {
+    package func pageLine(label: String) -> String {
         var text = "\(label) \(connection.rawValue), \(waitingWords)"
         if let lastTst { text += ", last acknowledged \(Timestamp.format(Double(lastTst)))" }
         return text
@@ -42,15 +42,15 @@ public struct ShareStatus: Codable, Sendable, Equatable {
 
 /// `share-status.json` in the state directory: the sharing destinations of the running recorder. Replaced
 /// whole (not synced: it describes the present) when something changes, at most every second or so.
-public enum ShareStatusFile {
-    public static let fileName = "share-status.json"
+package enum ShareStatusFile {
+    package static let fileName = "share-status.json"
 
-    public struct Contents: Codable, Sendable {
-        public var pid: Int32
-        public var destinations: [ShareStatus]
+    package struct Contents: Codable, Sendable {
+        package var pid: Int32
+        package var destinations: [ShareStatus]
     }
 
-    public static func read(directory: String) -> Contents? {
+    package static func read(directory: String) -> Contents? {
         guard let bytes = try? FileIO.readRegular(fileName, in: directory, maxBytes: 256 << 10) else { return nil }
         return try? JSONDecoder().decode(Contents.self, from: Data(bytes))
     }
@@ -67,7 +67,7 @@ public enum ShareStatusFile {
 
 extension ShareStatusFile {
     /// `fieldlog status`'s lines for the destinations of the sharing process, while it runs, each with its newline.
-    public static func lines(directory: String) -> [String] {
+    package static func lines(directory: String) -> [String] {
         guard let contents = read(directory: directory), processExists(contents.pid) else { return [] }
         let now = Date().timeIntervalSince1970
         return contents.destinations.map { share in

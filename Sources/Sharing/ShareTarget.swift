@@ -1,13 +1,13 @@
 /// One `--share` destination as the settings set it up: ready, with the password meant for it alone, or
 /// unusable, with the reason in words (never a password). An unusable one is reported and left out; the
 /// others, and the recording, go on.
-public enum ShareTarget: Sendable {
+package enum ShareTarget: Sendable {
     /// `password`: nil for none. `warning`: something to fix that does not stop it (a password file every user
     /// may read).
     case ready(ShareDestination, password: String?, warning: String?)
     case unusable(url: String, reason: String)
 
-    public var url: String {
+    package var url: String {
         switch self {
         case let .ready(destination, _, _): destination.url
         case let .unusable(url, _): url

@@ -1,5 +1,5 @@
 /// The connection to one destination, as the sharing engine sees it.
-public enum ShareConnection: String, Sendable, Codable {
+package enum ShareConnection: String, Sendable, Codable {
     case connecting, connected, disconnected
     /// The destination refused the credentials: asked again on a slow schedule (`ShareRetry`).
     case rejected

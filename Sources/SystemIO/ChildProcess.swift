@@ -3,10 +3,10 @@ import Glibc
 
 /// Starting another program with only the descriptors it is given, for the photo worker and the processes
 /// beside the recorder.
-public enum ChildProcess {
+package enum ChildProcess {
     /// Starts `arguments[0]` with `input`, `output` and `error` as its standard input, output and error, and no
     /// other descriptor of this process; returns its pid.
-    public static func spawn(_ arguments: [String], input: Int32, output: Int32, error: Int32) throws(ChildProcessError) -> pid_t {
+    package static func spawn(_ arguments: [String], input: Int32, output: Int32, error: Int32) throws(ChildProcessError) -> pid_t {
         var pid: pid_t = 0
         let argv = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
@@ -19,13 +19,13 @@ public enum ChildProcess {
 }
 
 /// A program that could not be started; `reason` is the system's word for it.
-public struct ChildProcessError: Error, CustomStringConvertible {
-    public var reason: String
-    public var description: String { reason }
+package struct ChildProcessError: Error, CustomStringConvertible {
+    package var reason: String
+    package var description: String { reason }
 }
 
 /// Seconds of the monotonic clock: for intervals and deadlines, never for walk logic (which runs on GPS time).
-public func monotonicSeconds() -> Double {
+package func monotonicSeconds() -> Double {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)
     return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
@@ -33,11 +33,11 @@ public func monotonicSeconds() -> Double {
 
 /// Limits this process's data (heap, thread stacks, private writable mappings: RLIMIT_DATA) to `bytes` for good:
 /// past it an allocation fails where the process would otherwise grow. False when the system refuses.
-public func limitDataMemory(to bytes: Int) -> Bool {
+package func limitDataMemory(to bytes: Int) -> Bool {
     csandbox_limit_data(Int64(bytes)) == 0
 }
 
 /// Whether process `pid` exists, another user's too (kill(2) with no signal).
-public func processExists(_ pid: Int32) -> Bool {
+package func processExists(_ pid: Int32) -> Bool {
     pid > 0 && (kill(pid, 0) == 0 || errno == EPERM)
 }

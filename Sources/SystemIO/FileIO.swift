@@ -2,10 +2,10 @@ import Glibc
 import Synchronization
 
 /// The few file operations fieldlog needs beyond Foundation's, with errno turned into messages.
-public enum FileIO {
+package enum FileIO {
     /// Writes all of `bytes` to `descriptor`, retrying short writes. Returns the error on failure, its path
     /// `/dev/fd/N` and its reason strerror's text.
-    public static func writeAll(_ bytes: some Collection<UInt8>, to descriptor: Int32) -> FileIOError? {
+    package static func writeAll(_ bytes: some Collection<UInt8>, to descriptor: Int32) -> FileIOError? {
         var remaining = ArraySlice(bytes)
         while !remaining.isEmpty {
             let written = remaining.withUnsafeBytes { write(descriptor, $0.baseAddress!, $0.count) }
@@ -21,7 +21,7 @@ public enum FileIO {
     /// The whole contents of `path`, read straight into one array (no Data in between: journals of long
     /// walks are megabytes, and export reads them whole). A file of more than `limit` bytes is an error
     /// (EFBIG), told from its size before it is read, or as soon as reading passes the limit.
-    public static func readAll(_ path: String, limit: Int = .max) throws(FileIOError) -> [UInt8] {
+    package static func readAll(_ path: String, limit: Int = .max) throws(FileIOError) -> [UInt8] {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw FileIOError(.read, path: path, number: errno) }
         defer { close(descriptor) }
@@ -56,7 +56,7 @@ public enum FileIO {
     /// file (not a link, followed nowhere: O_NOFOLLOW relative to the directory; not a FIFO or a device,
     /// which could block the opening or the reading for ever: O_NONBLOCK) of at most `maxBytes`. Returns the
     /// descriptor, which the caller closes, and the size.
-    public static func openRegular(_ name: String, in directory: String, maxBytes: Int) throws(FileIOError)
+    package static func openRegular(_ name: String, in directory: String, maxBytes: Int) throws(FileIOError)
         -> (descriptor: Int32, size: Int)
     {
         let path = directory + "/" + name
@@ -87,7 +87,7 @@ public enum FileIO {
 
     /// The contents of `name` in `directory` if it passes `openRegular`, read to its end but never past
     /// `maxBytes` (a file still growing stops there).
-    public static func readRegular(_ name: String, in directory: String, maxBytes: Int) throws(FileIOError) -> [UInt8] {
+    package static func readRegular(_ name: String, in directory: String, maxBytes: Int) throws(FileIOError) -> [UInt8] {
         let (descriptor, size) = try openRegular(name, in: directory, maxBytes: maxBytes)
         defer { close(descriptor) }
         return try readToEnd(descriptor, size: size, maxBytes: maxBytes, path: directory + "/" + name)
@@ -95,7 +95,7 @@ public enum FileIO {
 
     /// A secret kept in a file (a password): `path` read as `readRegular` reads a file, and whether every user
     /// of the machine may read it too (its mode gives others read permission).
-    public static func readSecret(_ path: String, maxBytes: Int) throws(FileIOError) -> (bytes: [UInt8], readableByAll: Bool) {
+    package static func readSecret(_ path: String, maxBytes: Int) throws(FileIOError) -> (bytes: [UInt8], readableByAll: Bool) {
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
@@ -127,7 +127,7 @@ public enum FileIO {
     }
 
     /// `mkdir -p`: `directory` and its missing parents; an error names the one that could not be made.
-    public static func makeDirectories(_ directory: String) throws(FileIOError) {
+    package static func makeDirectories(_ directory: String) throws(FileIOError) {
         var prefix = directory.hasPrefix("/") ? "" : "."
         for component in directory.split(separator: "/") {
             prefix += "/" + component
@@ -146,7 +146,7 @@ public enum FileIO {
 
     /// Replaces `path` whole: writes a temporary file beside it and renames it over `path`, so readers see
     /// the old file or the new one, never half. `durable` also syncs the data before the rename.
-    public static func replace(_ path: String, with bytes: some Collection<UInt8>, durable: Bool) throws(FileIOError) {
+    package static func replace(_ path: String, with bytes: some Collection<UInt8>, durable: Bool) throws(FileIOError) {
         do {
             try replace(path, durable: durable) { write in try write(Array(bytes)) }
         } catch let error as FileIOError {
@@ -158,7 +158,7 @@ public enum FileIO {
 
     /// Replaces `path` whole with what `body` hands to the `write` it is given, a chunk at a time, as
     /// `replace(_:with:durable:)` does. Whatever `body` throws leaves `path` as it was, and is rethrown.
-    public static func replace(
+    package static func replace(
         _ path: String, durable: Bool, writing body: (_ write: ([UInt8]) throws -> Void) throws -> Void
     ) throws {
         let slash = path.lastIndex(of: "/")
@@ -189,20 +189,20 @@ public enum FileIO {
 
 /// A file operation that failed: which one, on which path, the errno as its code (0 when there was none)
 /// and a reason safe to show (strerror's text, or a few words of fieldlog's own).
-public struct FileIOError: Error, CustomStringConvertible {
+package struct FileIOError: Error, CustomStringConvertible {
     /// What was being done, for the message's verb.
-    public enum Operation: String, Sendable {
+    package enum Operation: String, Sendable {
         case read, write, create
     }
 
-    public let operation: Operation
-    public let path: String
+    package let operation: Operation
+    package let path: String
     /// The errno, when it was one.
-    public let number: Int32
-    public let reason: String
+    package let number: Int32
+    package let reason: String
 
     /// "cannot read PATH: REASON", "cannot write ..." or "cannot create ...".
-    public var description: String { "cannot \(operation.rawValue) \(path): \(reason)" }
+    package var description: String { "cannot \(operation.rawValue) \(path): \(reason)" }
 
     package init(_ operation: Operation, path: String, reason: String, number: Int32 = 0) {
         self.operation = operation

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Glibc
 
 /// Whether a JPEG's metadata places it, and if not, why not. The raw values are what the log says.
-public enum Geotag: String, Codable, Sendable, CaseIterable {
+package enum Geotag: String, Codable, Sendable, CaseIterable {
     /// An EXIF position, else an XMP one.
     case geotagged
     /// Neither an EXIF segment nor an XMP position (or not a JPEG).
@@ -34,7 +34,7 @@ public enum Geotag: String, Codable, Sendable, CaseIterable {
 }
 
 /// One JPEG's EXIF as the local folder source uses it.
-public struct ExifRecord: Codable, Sendable, Equatable {
+package struct ExifRecord: Codable, Sendable, Equatable {
     package var geotag: Geotag
     package var latitude = 0.0
     package var longitude = 0.0
@@ -75,7 +75,7 @@ public struct ExifRecord: Codable, Sendable, Equatable {
 /// processes under the photo work limits, so that a hostile EXIF block cannot take the recorder down. A
 /// worker reports file by file; if one dies, the file it was reading counts as unreadable and a new
 /// worker goes on with the next.
-public enum ExifReading: Sendable {
+package enum ExifReading: Sendable {
     case inProcess
     case isolated(executable: String, limits: PhotoWorkLimits)
 

@@ -7,35 +7,35 @@ import SystemIO
 /// The memory, CPU and time one photo may cost. The defaults keep photo work far below the unit's
 /// `MemoryMax=256M`: the worker's whole address space (its code, Swift runtime and libjpeg's buffers) is
 /// capped at 192 MiB, of which libjpeg may use 96 MiB, next to the recorder's ~25 MB.
-public struct PhotoWorkLimits: Sendable {
-    public var addressSpace = 192 << 20
-    public var decoderMemory = 96 << 20
-    public var cpuSeconds = 10
+package struct PhotoWorkLimits: Sendable {
+    package var addressSpace = 192 << 20
+    package var decoderMemory = 96 << 20
+    package var cpuSeconds = 10
     /// Wall-clock time before the worker is killed (a stalled or starved decode).
-    public var wallSeconds = 30.0
+    package var wallSeconds = 30.0
     /// Largest thumbnail read back.
-    public var maxOutput = 4 << 20
+    package var maxOutput = 4 << 20
 
-    public init() {}
+    package init() {}
 }
 
 /// Makes each thumbnail in a child process, `EXECUTABLE photo-worker`, whose memory, CPU and file sizes
 /// are limited before it reads a byte of the photo: whatever a photo does to libjpeg (a bomb, a crash, an
 /// endless file), the worst is that this photo fails. Bytes go in and out through anonymous memory files,
 /// so a full or failing disk does not matter, and the child holds no other descriptor of the recorder.
-public struct IsolatedThumbnailer: ThumbnailMaker {
-    public var executable: String
-    public var size: Int
-    public var limits: PhotoWorkLimits
+package struct IsolatedThumbnailer: ThumbnailMaker {
+    package var executable: String
+    package var size: Int
+    package var limits: PhotoWorkLimits
 
     /// `executable` is fieldlog itself (`/proc/self/exe` in the daemon).
-    public init(executable: String, size: Int, limits: PhotoWorkLimits = PhotoWorkLimits()) {
+    package init(executable: String, size: Int, limits: PhotoWorkLimits = PhotoWorkLimits()) {
         self.executable = executable
         self.size = size
         self.limits = limits
     }
 
-    public func thumbnail(of jpeg: [UInt8]) async throws -> Thumbnail {
+    package func thumbnail(of jpeg: [UInt8]) async throws -> Thumbnail {
         let input = try MemoryFile(name: "photo")
         let output = try MemoryFile(name: "thumbnail")
         let report = try MemoryFile(name: "report")
@@ -101,8 +101,8 @@ public struct IsolatedThumbnailer: ThumbnailMaker {
 }
 
 /// The photo worker could not be run at all (no memory, no processes left): try again later.
-public struct PhotoWorkerError: Error, CustomStringConvertible, Sendable {
-    public let description: String
+package struct PhotoWorkerError: Error, CustomStringConvertible, Sendable {
+    package let description: String
 
     package init(_ description: String) {
         self.description = description
@@ -112,11 +112,11 @@ public struct PhotoWorkerError: Error, CustomStringConvertible, Sendable {
 /// The child side: `fieldlog photo-worker` reads a JPEG on standard input and writes its thumbnail on
 /// standard output, after limiting itself. Standard error gets "WIDTH HEIGHT SOURCEWIDTH SOURCEHEIGHT
 /// ORIENTATION", or the error's message with exit status 10 + its code.
-public enum PhotoWorker {
+package enum PhotoWorker {
     /// Largest image accepted from a source, and read by the worker.
-    public static let largestImage = 20 << 20
+    package static let largestImage = 20 << 20
 
-    public static let commandName = "photo-worker"
+    package static let commandName = "photo-worker"
     package static let errorBase = 10
     /// Exit status for arguments the worker does not understand (only `fieldlog run` starts it).
     package static let usageStatus: Int32 = 2
@@ -124,7 +124,7 @@ public enum PhotoWorker {
     /// `fieldlog photo-worker [--size N] [--address-space BYTES] [--decoder-memory BYTES] [--cpu SECONDS]
     /// [--exif]`, read by hand: the worker starts once per photo, and swift-argument-parser's reflection
     /// over the command's properties cost more CPU than decoding the photo (docs/benchmark-studies.md, section 1).
-    public static func main(_ arguments: [String]) -> Int32 {
+    package static func main(_ arguments: [String]) -> Int32 {
         let limits = PhotoWorkLimits()
         var size = 320, addressSpace = limits.addressSpace, decoderMemory = limits.decoderMemory
         var cpuSeconds = limits.cpuSeconds, exif = false
@@ -157,7 +157,7 @@ public enum PhotoWorker {
         return run(size: size, addressSpace: addressSpace, decoderMemory: decoderMemory, cpuSeconds: cpuSeconds)
     }
 
-    public static func run(size: Int, addressSpace: Int, decoderMemory: Int, cpuSeconds: Int) -> Int32 {
+    package static func run(size: Int, addressSpace: Int, decoderMemory: Int, cpuSeconds: Int) -> Int32 {
         // Limits first: nothing of the photo is read before they hold.
         let limited = csandbox_limit_self(Int64(addressSpace), Int64(cpuSeconds), Int64(PhotoWorkLimits().maxOutput))
         guard limited == 0 else {
@@ -187,7 +187,7 @@ public enum PhotoWorker {
     /// `photo-worker --exif`: standard input holds file paths separated by NULs; each file's EXIF goes to
     /// standard output as one JSON line, written before the next file is read, so that the parent knows
     /// which file a dying worker was reading.
-    public static func runExif(addressSpace: Int, cpuSeconds: Int) -> Int32 {
+    package static func runExif(addressSpace: Int, cpuSeconds: Int) -> Int32 {
         let limited = csandbox_limit_self(Int64(addressSpace), Int64(cpuSeconds), Int64(PhotoWorkLimits().maxOutput))
         guard limited == 0, let input = readStandardInput(limit: 16 << 20) else { return 1 }
         let encoder = JSONEncoder()

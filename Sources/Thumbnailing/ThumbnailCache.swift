@@ -10,19 +10,19 @@ import WalkModel
 /// what a crash left behind. A marker file, also held under an exclusive `flock` while the cache is open,
 /// keeps two processes from sharing the directory and keeps the cleanup away from a directory that is not
 /// a cache (`--cache-dir ~` must not empty a home directory).
-public actor ThumbnailCache {
-    public static let defaultDirectory = "/var/cache/fieldlog"
-    public static let defaultMaxBytes = 64 << 20
+package actor ThumbnailCache {
+    package static let defaultDirectory = "/var/cache/fieldlog"
+    package static let defaultMaxBytes = 64 << 20
     /// Marks a directory as a thumbnail cache; held locked while one is open.
-    public static let markerName = ".fieldlog-thumbnails"
+    package static let markerName = ".fieldlog-thumbnails"
 
-    public nonisolated let directory: String
-    public nonisolated let maxBytes: Int
+    package nonisolated let directory: String
+    package nonisolated let maxBytes: Int
     private var index: Index
     private let lockDescriptor: Int32
 
     /// Opens the cache in `directory` (created if needed) and rebuilds its index from the files there.
-    public init(directory: String, maxBytes: Int = ThumbnailCache.defaultMaxBytes) throws(ThumbnailCacheError) {
+    package init(directory: String, maxBytes: Int = ThumbnailCache.defaultMaxBytes) throws(ThumbnailCacheError) {
         guard maxBytes > 0 else {
             throw ThumbnailCacheError(.invalidLimit, path: directory, reason: "--cache-max must be above 0")
         }
@@ -51,17 +51,17 @@ public actor ThumbnailCache {
     // MARK: - Queries
 
     /// The bytes of all entries' files.
-    public var totalBytes: Int { index.totalBytes }
+    package var totalBytes: Int { index.totalBytes }
 
     /// Keys from least to most recently used.
-    public var keys: [String] { index.keysByUse }
+    package var keys: [String] { index.keysByUse }
 
-    public func contains(_ key: String) -> Bool {
+    package func contains(_ key: String) -> Bool {
         index.entries[key] != nil
     }
 
     /// The file of a cached entry, or nil when `key` is not cached (or not a valid key).
-    public func path(for key: String) -> String? {
+    package func path(for key: String) -> String? {
         index.entries[key] != nil ? index.filePath(key) : nil
     }
 
@@ -70,7 +70,7 @@ public actor ThumbnailCache {
     /// Stores `bytes` under `key`, replacing an entry with that key, after evicting least recently used
     /// entries until everything fits. The file appears whole or not at all (written beside it, synced,
     /// renamed).
-    public func store(key: String, bytes: [UInt8]) throws(ThumbnailCacheError) {
+    package func store(key: String, bytes: [UInt8]) throws(ThumbnailCacheError) {
         try Self.validate(key)
         let path = index.filePath(key)
         guard bytes.count <= maxBytes else {
@@ -97,7 +97,7 @@ public actor ThumbnailCache {
     /// Marks `key` as just used, so it is evicted last; recorded in its mtime, so the order survives a
     /// restart. Returns false when `key` is not cached.
     @discardableResult
-    public func touch(_ key: String) throws(ThumbnailCacheError) -> Bool {
+    package func touch(_ key: String) throws(ThumbnailCacheError) -> Bool {
         try Self.validate(key)
         guard index.entries[key] != nil else { return false }
         let path = index.filePath(key)
@@ -113,7 +113,7 @@ public actor ThumbnailCache {
 
     /// Removes `key` (e.g. a thumbnail found to be unusable). Returns false when it was not cached.
     @discardableResult
-    public func remove(_ key: String) throws(ThumbnailCacheError) -> Bool {
+    package func remove(_ key: String) throws(ThumbnailCacheError) -> Bool {
         try Self.validate(key)
         guard index.entries[key] != nil else { return false }
         try index.unlinkEntry(key)
@@ -123,7 +123,7 @@ public actor ThumbnailCache {
     /// Removes every thumbnail, for a full disk whose space the walk journal needs more. Returns the bytes
     /// freed. The journal keeps each photo's metadata; exports say the thumbnail is no longer cached.
     @discardableResult
-    public func removeAll() -> Int {
+    package func removeAll() -> Int {
         let before = index.totalBytes
         for key in index.keysByUse {
             try? index.unlinkEntry(key)
@@ -132,7 +132,7 @@ public actor ThumbnailCache {
     }
 
     /// Whether `path` is on the same filesystem as the cache, so that removing thumbnails frees space there.
-    public nonisolated func sharesFilesystem(with path: String) -> Bool {
+    package nonisolated func sharesFilesystem(with path: String) -> Bool {
         var mine = stat()
         var theirs = stat()
         return stat(directory, &mine) == 0 && stat(path, &theirs) == 0 && mine.st_dev == theirs.st_dev
@@ -312,25 +312,25 @@ public actor ThumbnailCache {
 }
 
 /// Why the thumbnail cache could not do something, worded for the person who has to fix it.
-public struct ThumbnailCacheError: Error, CustomStringConvertible, Sendable, Equatable {
-    public struct Code: Equatable, Sendable {
+package struct ThumbnailCacheError: Error, CustomStringConvertible, Sendable, Equatable {
+    package struct Code: Equatable, Sendable {
         fileprivate let text: String
-        public static let cannotCreate = Code(text: "cannot create")
-        public static let cannotRead = Code(text: "cannot read")
-        public static let cannotWrite = Code(text: "cannot write")
-        public static let notACache = Code(text: "not a cache")
-        public static let inUse = Code(text: "in use")
-        public static let invalidKey = Code(text: "invalid key")
-        public static let tooLarge = Code(text: "too large")
-        public static let invalidLimit = Code(text: "invalid limit")
+        package static let cannotCreate = Code(text: "cannot create")
+        package static let cannotRead = Code(text: "cannot read")
+        package static let cannotWrite = Code(text: "cannot write")
+        package static let notACache = Code(text: "not a cache")
+        package static let inUse = Code(text: "in use")
+        package static let invalidKey = Code(text: "invalid key")
+        package static let tooLarge = Code(text: "too large")
+        package static let invalidLimit = Code(text: "invalid limit")
     }
 
-    public let code: Code
+    package let code: Code
     /// The file or directory concerned; for `invalidKey`, the key.
-    public let path: String
-    public let reason: String?
+    package let path: String
+    package let reason: String?
 
-    public init(_ code: Code, path: String, reason: String? = nil) {
+    package init(_ code: Code, path: String, reason: String? = nil) {
         self.code = code
         self.path = path
         self.reason = reason
@@ -340,7 +340,7 @@ public struct ThumbnailCacheError: Error, CustomStringConvertible, Sendable, Equ
         self.init(code, path: path, reason: String(cString: strerror(number)))
     }
 
-    public var description: String {
+    package var description: String {
         switch code {
         case .notACache:
             return "\(path) is not empty and is not a fieldlog thumbnail cache (no \(ThumbnailCache.markerName));"

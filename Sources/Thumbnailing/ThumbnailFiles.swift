@@ -7,17 +7,17 @@ import WalkModel
 /// larger than a thumbnail can be (`maxBytes`), opened without following a link or waiting on a FIFO: a
 /// link to `/etc/shadow`, a FIFO or a 64 GB sparse file put in the cache is skipped and told of once, never
 /// served or exported. The cache may evict a file at any moment; then it is simply not found.
-public struct ThumbnailFiles: Sendable {
+package struct ThumbnailFiles: Sendable {
     /// The photo worker's output limit: no thumbnail the thumbnailer makes is larger.
-    public static let maxBytes = PhotoWorkLimits().maxOutput
+    package static let maxBytes = PhotoWorkLimits().maxOutput
 
-    public let directory: String
+    package let directory: String
 
-    public init(directory: String) {
+    package init(directory: String) {
         self.directory = directory
     }
 
-    public func contains(_ key: String) -> Bool {
+    package func contains(_ key: String) -> Bool {
         guard PhotoCandidate.isValidID(key) else { return false }
         let parent = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard parent >= 0 else { return false }
@@ -25,7 +25,7 @@ public struct ThumbnailFiles: Sendable {
         return isThumbnail(key + ".jpg", in: parent)
     }
 
-    public func read(_ key: String) -> [UInt8]? {
+    package func read(_ key: String) -> [UInt8]? {
         guard PhotoCandidate.isValidID(key) else { return nil }
         do {
             return try FileIO.readRegular(key + ".jpg", in: directory, maxBytes: Self.maxBytes)
@@ -37,7 +37,7 @@ public struct ThumbnailFiles: Sendable {
 
     /// The thumbnail opened for reading, with its size (the caller closes the descriptor); a file evicted
     /// meanwhile stays readable through it.
-    public func opened(_ key: String) -> (descriptor: Int32, size: Int)? {
+    package func opened(_ key: String) -> (descriptor: Int32, size: Int)? {
         guard PhotoCandidate.isValidID(key) else { return nil }
         do {
             return try FileIO.openRegular(key + ".jpg", in: directory, maxBytes: Self.maxBytes)
@@ -49,7 +49,7 @@ public struct ThumbnailFiles: Sendable {
 
     /// The keys cached now (regular files `KEY.jpg`): one directory listing for a page of cards, not an
     /// open per card.
-    public func listing() -> Set<String> {
+    package func listing() -> Set<String> {
         guard let stream = opendir(directory) else { return [] }
         defer { closedir(stream) }
         var keys: Set<String> = []

@@ -1,5 +1,5 @@
 /// Where thumbnails go: the bounded on-device cache.
-public protocol ThumbnailStore: Sendable {
+package protocol ThumbnailStore: Sendable {
     func store(key: String, bytes: [UInt8]) async throws
 }
 

@@ -16,29 +16,29 @@ import CJPEG
 /// converted to RGB without a colour profile (approximate colours).
 ///
 /// A value type without shared state: one thumbnailer may be used from many tasks at once.
-public struct Thumbnailer: Sendable {
+package struct Thumbnailer: Sendable {
     /// Long side of the thumbnail, in pixels.
-    public var size: Int
+    package var size: Int
     /// libjpeg's quality scale, 1...100.
-    public var quality: Int
+    package var quality: Int
     /// Sources with more pixels (width x height, from the header) are rejected as `.tooLarge`.
-    public var maxPixels: Int
+    package var maxPixels: Int
     /// Progressive sources with more scans are rejected as `.tooManyScans` (encoders write about 10).
-    public var maxScans: Int
+    package var maxScans: Int
     /// Memory libjpeg may use for one decode; beyond it the source is `.tooLarge`.
-    public var maxMemory: Int
+    package var maxMemory: Int
     /// Read progressive files only as far as the decode scale needs (tests turn it off to compare).
     package var readsOnlyNeededScans = true
     /// Keep the memory of large progressive decodes for the next thumbnail instead of giving it back to
     /// the system; for batches, together with `reuseMemoryForBatches()`. A long-running process that must
     /// stay small between thumbnails leaves it off.
-    public var keepsMemory = false
+    package var keepsMemory = false
 
-    public static let defaultMaxScans = 100
-    public static let defaultMaxMemory = 512 << 20
+    package static let defaultMaxScans = 100
+    package static let defaultMaxMemory = 512 << 20
 
     /// - Precondition: `size` in 1...65535, `quality` in 1...100, the limits positive.
-    public init(
+    package init(
         size: Int = 320, quality: Int = 80, maxPixels: Int = 50_000_000, maxScans: Int = Thumbnailer.defaultMaxScans,
         maxMemory: Int = Thumbnailer.defaultMaxMemory
     ) {
@@ -53,7 +53,7 @@ public struct Thumbnailer: Sendable {
     }
 
     /// A thumbnail of the JPEG file `jpeg`.
-    public func thumbnail(of jpeg: [UInt8]) throws(ThumbnailError) -> Thumbnail {
+    package func thumbnail(of jpeg: [UInt8]) throws(ThumbnailError) -> Thumbnail {
         var options = cjpeg_options(
             size: Int32(size), quality: Int32(quality), max_pixels: Int64(maxPixels), max_scans: Int32(maxScans),
             max_memory: Int64(maxMemory), dc_only: readsOnlyNeededScans, keep_memory: keepsMemory)
@@ -78,7 +78,7 @@ public struct Thumbnailer: Sendable {
     /// Has the allocator keep large freed blocks for reuse, process-wide and for good: for commands that
     /// make many thumbnails and exit (page faults for fresh memory were a third of their CPU time on
     /// progressive photos). Not for the daemon, whose memory must go back after each thumbnail.
-    public static func reuseMemoryForBatches() {
+    package static func reuseMemoryForBatches() {
         cjpeg_reuse_memory()
     }
 

@@ -9,19 +9,19 @@ import WalkModel
 /// vouched for (`syncedLength`), so that a failed write or sync can be cut back to a clean line boundary
 /// and written again later: after a failed fsync Linux may have dropped the dirty pages, and only
 /// rewriting the lines makes them durable.
-public final class JournalFile {
-    public let path: String
+package final class JournalFile {
+    package let path: String
     private var descriptor: Int32
     /// Bytes of whole lines in the file, as far as this process knows.
-    public private(set) var length: off_t
+    package private(set) var length: off_t
     /// Bytes known to be on the storage device.
-    public private(set) var syncedLength: off_t
+    package private(set) var syncedLength: off_t
     /// A write failed part way: the file may end in part of a line, after `length`.
     private var writeFailed = false
 
     /// Opens (creating if needed) `path` for appending. A new file's directory entry is synced too, so the
     /// file itself survives a power cut.
-    public init(path: String) throws(JournalError) {
+    package init(path: String) throws(JournalError) {
         self.path = path
         let existed = access(path, F_OK) == 0
         // Read access too: if the file is unlinked behind our back, its bytes are copied to a new one. Never
@@ -56,7 +56,7 @@ public final class JournalFile {
 
     /// Appends one whole line with a single write, so a crash leaves at most one torn line at the end. A
     /// write that fails part way is cut back off, so the file stays whole lines.
-    public func append(_ line: String) throws(JournalError) {
+    package func append(_ line: String) throws(JournalError) {
         var bytes = Array(line.utf8)
         bytes.append(UInt8(ascii: "\n"))
         try append(line: bytes)
@@ -85,7 +85,7 @@ public final class JournalFile {
     }
 
     /// Forces everything appended so far to the storage device.
-    public func sync() throws(JournalError) {
+    package func sync() throws(JournalError) {
         guard fsync(descriptor) == 0 else { throw JournalError(.cannotWrite, path: path, errno: errno) }
         syncedLength = length
     }
@@ -182,7 +182,7 @@ public final class JournalFile {
     /// Cuts a line left half-written by a crash off the end of `path`, and the NULs a power cut can leave
     /// where a file's size got ahead of its data. Returns the bytes removed.
     @discardableResult
-    public static func repairTornTail(path: String) throws(JournalError) -> Int {
+    package static func repairTornTail(path: String) throws(JournalError) -> Int {
         let fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw JournalError(.cannotOpen, path: path, errno: errno) }
         defer { close(fd) }

@@ -3,15 +3,15 @@ import SystemIO
 
 /// Reads a growing journal from where it last stopped, handing out complete lines only (the writer may be
 /// in the middle of appending one), a bounded chunk at a time.
-public final class JournalFollower {
-    public let path: String
+package final class JournalFollower {
+    package let path: String
     /// Bytes of the file read so far: complete lines only.
-    public private(set) var offset: off_t
+    package private(set) var offset: off_t
     /// The last call stopped at its bound with more of the file left to read.
-    public private(set) var hasMore = false
+    package private(set) var hasMore = false
     private static let chunkBytes: off_t = 1 << 20
 
-    public init(path: String, from offset: off_t = 0) {
+    package init(path: String, from offset: off_t = 0) {
         self.path = path
         self.offset = offset
     }
@@ -19,7 +19,7 @@ public final class JournalFollower {
     /// The complete lines appended since the last call, about 1 MiB of them at most (`hasMore` tells
     /// whether there are more). Only from a regular file, opened without following a link or waiting on a
     /// FIFO; anything else gives no lines (and is told of once). A line too long to be a record is left out.
-    public func newLines() -> [Substring] {
+    package func newLines() -> [Substring] {
         let reader = JournalReader(path: path)
         var lines: [Substring] = []
         func keep(_ line: UnsafeBufferPointer<UInt8>?) {

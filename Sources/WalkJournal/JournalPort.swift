@@ -4,7 +4,7 @@ import WalkModel
 /// into a walk by its id (which may have ended since). The recorder provides it, the only writer of the
 /// walk being recorded, so that those records are serialized with the fixes; the photo service writes
 /// through it and knows nothing else of the recorder.
-public protocol JournalPort: Sendable {
+package protocol JournalPort: Sendable {
     /// The walk being recorded, or nil before the first fix of a session.
     var currentWalkID: String? { get }
     /// Journals an event into walk `id` with the system clock as its wall time, and syncs it.

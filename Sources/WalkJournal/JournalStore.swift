@@ -5,21 +5,21 @@ import WalkModel
 
 /// The state directory: one append-only journal per walk, named from the walk's first GPS time so that
 /// names sort in walk order.
-public struct JournalStore: Sendable {
-    public let directory: String
+package struct JournalStore: Sendable {
+    package let directory: String
 
-    public init(directory: String) {
+    package init(directory: String) {
         self.directory = directory
     }
 
     package static let prefix = "walk-"
     package static let suffix = ".jsonl"
-    public func path(for id: String) -> String {
+    package func path(for id: String) -> String {
         directory + "/" + Self.prefix + id + Self.suffix
     }
 
     /// Creates the directory if needed and checks it can be written.
-    public func prepare() throws(JournalError) {
+    package func prepare() throws(JournalError) {
         do {
             try FileIO.makeDirectories(directory)
         } catch {
@@ -33,7 +33,7 @@ public struct JournalStore: Sendable {
     /// Removes the temporary files of whole-file replacements (`.NAME.PID.tmp`: walks.index; status.json
     /// was replaced that way before it was written in place) that a crash or power cut left behind. Only the
     /// recorder calls it: a replacement may be under way in a running recorder.
-    public func removeLeftovers() {
+    package func removeLeftovers() {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
         for name in names where name.hasPrefix(".") && name.hasSuffix(".tmp") {
             try? FileManager.default.removeItem(atPath: directory + "/" + name)
@@ -43,7 +43,7 @@ public struct JournalStore: Sendable {
     /// Walk ids, oldest first: journals that are regular files, of any size (they are read a chunk at a
     /// time). A link or a FIFO (opening it would wait for a writer for ever) named like a journal is skipped
     /// and told of once: no command, nor the recorder, reads it.
-    public func walkIDs() throws(JournalError) -> [String] {
+    package func walkIDs() throws(JournalError) -> [String] {
         let names: [String]
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: directory)
@@ -67,7 +67,7 @@ public struct JournalStore: Sendable {
     }
 
     /// Resolves a walk id or `latest` (the default) to an existing walk id.
-    public func resolve(_ selector: String?) throws(JournalError) -> String {
+    package func resolve(_ selector: String?) throws(JournalError) -> String {
         let ids = try walkIDs()
         guard let selector, selector != "latest" else {
             guard let latest = ids.last else { throw JournalError(.noWalks, path: directory) }
@@ -80,7 +80,7 @@ public struct JournalStore: Sendable {
     /// Marks milestone `index` of walk `id` as a favourite, or takes the mark back: one line appended with a
     /// single write and synced, as the recorder appends its own (it may be writing the same file). Returns
     /// false, writing nothing, when the milestone already was so.
-    public func setStarred(
+    package func setStarred(
         _ starred: Bool, milestone index: Int, walk id: String, wall: Double
     ) throws(JournalError) -> Bool {
         let log = try read(id)
@@ -95,7 +95,7 @@ public struct JournalStore: Sendable {
 
     /// Appends `record` to walk `id` with a single write and syncs it, as the recorder appends its own (it may
     /// be writing the same file): for the processes beside the recorder (`star`, sharing's rare events).
-    public func append(_ record: JournalRecord, toWalk id: String) throws(JournalError) {
+    package func append(_ record: JournalRecord, toWalk id: String) throws(JournalError) {
         // A recorder that died mid-line left half a line: the record must not be glued to it.
         try JournalFile.repairTornTail(path: path(for: id))
         let file = try JournalFile(path: path(for: id))
@@ -105,12 +105,12 @@ public struct JournalStore: Sendable {
     }
 
     /// Walk `id` as its journal now stands, read a chunk at a time; its points are read again when asked.
-    public func read(_ id: String) throws(JournalError) -> WalkLog {
+    package func read(_ id: String) throws(JournalError) -> WalkLog {
         try read(id, eachPoint: { _ in })
     }
 
     /// Walk `id`, handing each track point to `eachPoint` as it is read.
-    public func read(_ id: String, eachPoint: (TrackPoint) -> Void) throws(JournalError) -> WalkLog {
+    package func read(_ id: String, eachPoint: (TrackPoint) -> Void) throws(JournalError) -> WalkLog {
         do {
             return try WalkLog.read(id: id, path: path(for: id), eachPoint: eachPoint)
         } catch let error as FileIOError {
@@ -121,7 +121,7 @@ public struct JournalStore: Sendable {
     }
 
     /// A new, unused walk id for a walk starting at `time`: `20260522T094736Z`, with a suffix if taken.
-    public func newWalkID(startingAt time: Double) -> String {
+    package func newWalkID(startingAt time: Double) -> String {
         let stamp = Timestamp.format(time.rounded(.down)).filter { $0 != "-" && $0 != ":" }
         var id = stamp
         var attempt = 1

@@ -1,14 +1,14 @@
 /// The photo service's state as `status.json` holds it, for the processes that read the status file (the live
 /// page, `fieldlog status`): the photo service writes it through the recorder's status file.
-public struct PhotoStatus: Codable, Sendable, Equatable {
+package struct PhotoStatus: Codable, Sendable, Equatable {
     /// idle, searching, downloading, backing_off or unusable.
-    public var state: String
-    public var milestone: Int?
-    public var reason: String?
+    package var state: String
+    package var milestone: Int?
+    package var reason: String?
     /// System-clock time of the next try, while backing off.
-    public var retryWall: Double?
+    package var retryWall: Double?
 
-    public init(state: String, milestone: Int? = nil, reason: String? = nil, retryWall: Double? = nil) {
+    package init(state: String, milestone: Int? = nil, reason: String? = nil, retryWall: Double? = nil) {
         self.state = state
         self.milestone = milestone
         self.reason = reason

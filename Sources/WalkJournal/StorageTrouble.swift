@@ -1,13 +1,13 @@
 /// Where the storage stands while it fails: what `fieldlog status` and the log say.
-public struct StorageTrouble: Sendable, Equatable {
+package struct StorageTrouble: Sendable, Equatable {
     /// System-clock time of the first failure.
-    public var since: Double
+    package var since: Double
     /// The latest failure, worded for a person ("cannot write ...: No space left on device").
-    public var reason: String
+    package var reason: String
     /// Journal records held in memory, waiting to be written.
-    public var heldRecords: Int
+    package var heldRecords: Int
     /// Fixes not kept because the memory for held records was full.
-    public var droppedFixes: Int
+    package var droppedFixes: Int
 
     package init(since: Double, reason: String, heldRecords: Int, droppedFixes: Int) {
         self.since = since

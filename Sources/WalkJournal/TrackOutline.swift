@@ -4,8 +4,8 @@ import WalkModel
 /// every point until there are `maxPoints`, then only points some metres apart, the spacing doubling each
 /// time the bound is reached again. Each segment's first and last points are kept (the drawing's lines
 /// and the gaps between them), unless there are more segments than the bound allows.
-public struct TrackOutline: Sendable {
-    public static let maxPoints = 8192
+package struct TrackOutline: Sendable {
+    package static let maxPoints = 8192
 
     private var kept: [TrackPoint] = []
     /// The newest point not kept: a line's end so far.
@@ -13,14 +13,14 @@ public struct TrackOutline: Sendable {
     /// Metres from the last kept point a point must be to be kept; 0 keeps them all.
     private var spacing = 0.0
 
-    public init() {}
+    package init() {}
 
     /// The outline's points in order, the newest point last.
-    public var points: [TrackPoint] {
+    package var points: [TrackPoint] {
         newest.map { kept + [$0] } ?? kept
     }
 
-    public mutating func add(_ point: TrackPoint) {
+    package mutating func add(_ point: TrackPoint) {
         if let last = kept.last, last.segment != point.segment, let newest {
             kept.append(newest)
             self.newest = nil

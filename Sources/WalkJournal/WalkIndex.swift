@@ -6,18 +6,18 @@ import WalkModel
 /// A walk in a few numbers: what `fieldlog walks` and `status` show and what the photo service needs to
 /// know of a walk without reading its journal. Made by reading the journal's records in order, and read
 /// on from where it stopped when the journal grows.
-public struct WalkSummary: Codable, Sendable, Equatable {
-    public var id: String
-    public var started: Double?
-    public var ended: Double?
-    public var distance: Double
-    public var milestones: Int
+package struct WalkSummary: Codable, Sendable, Equatable {
+    package var id: String
+    package var started: Double?
+    package var ended: Double?
+    package var distance: Double
+    package var milestones: Int
     /// Milestones still waiting for a photo.
-    public var pendingPhotos: Int
+    package var pendingPhotos: Int
     /// Milestones marked as favourites.
-    public var favourites: Int
+    package var favourites: Int
     /// GPS time of the walk's last fix.
-    public var lastFixTime: Double?
+    package var lastFixTime: Double?
     /// The journal this summary was made from: the bytes of its complete lines read, and its modification
     /// time (nanoseconds). A journal only grows, so one that is longer is read on from `size`, once the
     /// bytes before `size` are checked to be the same (`tailHash`); one that differs otherwise (the
@@ -92,15 +92,15 @@ public struct WalkSummary: Codable, Sendable, Equatable {
 /// `status` cost a `stat` per walk instead of reading every journal (a year of walks is hundreds of MB),
 /// and the walk being recorded is read only from where its summary stopped. It is only a cache: a
 /// missing or damaged index is rebuilt from the journals, one at a time.
-public enum WalkIndex {
-    public static let fileName = "walks.index"
+package enum WalkIndex {
+    package static let fileName = "walks.index"
     /// About 300 bytes a walk: room for some 50 000 walks. A larger file (or not a regular file) is not read
     /// but rebuilt.
     package static let maxBytes = 16 << 20
 
     /// Summaries of every walk, oldest first. Saves the index when it changed and `save` is set; a
     /// failure to save is ignored (a read-only viewer, a full disk: it is rebuilt next time).
-    public static func summaries(in store: JournalStore, save: Bool = true) throws(JournalError) -> [WalkSummary] {
+    package static func summaries(in store: JournalStore, save: Bool = true) throws(JournalError) -> [WalkSummary] {
         let path = store.directory + "/" + fileName
         var stored: [UInt8] = []
         do {

@@ -6,30 +6,30 @@ import WalkModel
 /// work from. The track points are not kept (a two-day walk at 10 Hz has 1.7 million): the log knows their
 /// count, the first and the last, an outline to draw, and reads them again from the journal when asked
 /// (`forEachPoint`). A log made in memory (`init(id:)`, `parse`) keeps them instead.
-public struct WalkLog: Sendable {
-    public var id: String
-    public var started: Double?
-    public var every: Double?
+package struct WalkLog: Sendable {
+    package var id: String
+    package var started: Double?
+    package var every: Double?
     /// GPS time of the walk_end record; nil while the walk is open (recording, or interrupted).
-    public var ended: Double?
-    public private(set) var pointCount = 0
-    public private(set) var firstPoint: TrackPoint?
-    public private(set) var lastPoint: TrackPoint?
+    package var ended: Double?
+    package private(set) var pointCount = 0
+    package private(set) var firstPoint: TrackPoint?
+    package private(set) var lastPoint: TrackPoint?
     /// The track thinned to what a drawing needs.
-    public private(set) var outline = TrackOutline()
-    public var milestones: [Milestone] = []
+    package private(set) var outline = TrackOutline()
+    package var milestones: [Milestone] = []
     /// Gaps between segments, the latest `maxKeptRecords` of them.
-    public private(set) var segments: [SegmentBreak] = []
+    package private(set) var segments: [SegmentBreak] = []
     /// The recorder's events, the latest `maxKeptRecords` of them.
-    public private(set) var events: [JournalEvent] = []
+    package private(set) var events: [JournalEvent] = []
     /// Photo outcomes by milestone index; a milestone without one is still pending.
-    public var photos: [Int: MilestonePhoto] = [:]
+    package var photos: [Int: MilestonePhoto] = [:]
     /// Milestones marked as favourites.
-    public var starred: Set<Int> = []
+    package var starred: Set<Int> = []
     /// 1-based numbers of lines that could not be read (reported, skipped): the first `maxKeptRecords`.
-    public private(set) var damagedLines: [Int] = []
+    package private(set) var damagedLines: [Int] = []
     /// All lines that could not be read.
-    public private(set) var damagedLineCount = 0
+    package private(set) var damagedLineCount = 0
     /// Decodings begun per photo id, for `suspectPhotoIDs`.
     private var photoAttempts: [String: Int] = [:]
     private var endDistance: Double?
@@ -37,7 +37,7 @@ public struct WalkLog: Sendable {
 
     /// Bounds what a damaged or planted journal of events can make a reader hold; a real walk has a few
     /// hundred events.
-    public static let maxKeptRecords = 10_000
+    package static let maxKeptRecords = 10_000
 
     private enum PointSource: Sendable {
         case held([TrackPoint])
@@ -46,7 +46,7 @@ public struct WalkLog: Sendable {
     }
 
     /// A log built in memory, record by record, which keeps its points.
-    public init(id: String) {
+    package init(id: String) {
         self.id = id
         pointSource = .held([])
     }
@@ -70,18 +70,18 @@ public struct WalkLog: Sendable {
         }
     }
 
-    public var distance: Double {
+    package var distance: Double {
         endDistance ?? lastPoint?.distance ?? 0
     }
 
-    public var isOpen: Bool { ended == nil }
+    package var isOpen: Bool { ended == nil }
 
     /// Time of the last thing known to have happened on the walk.
-    public var lastTime: Double? {
+    package var lastTime: Double? {
         ended ?? lastPoint?.fix.time ?? started
     }
 
-    public mutating func apply(_ record: JournalRecord) {
+    package mutating func apply(_ record: JournalRecord) {
         switch record {
         case let .walkStart(_, time, every):
             started = time
@@ -134,7 +134,7 @@ public struct WalkLog: Sendable {
     /// Calls `body` with every track point, in order: from memory, or read again from the journal (the
     /// points it had when the log was read). Throws if the journal was cut shorter since (the recorder cuts
     /// back lines a failed sync may have lost): what was read no longer matches the log.
-    public func forEachPoint(_ body: (TrackPoint) throws -> Void) throws {
+    package func forEachPoint(_ body: (TrackPoint) throws -> Void) throws {
         switch pointSource {
         case let .held(all):
             try all.forEach(body)
@@ -149,25 +149,25 @@ public struct WalkLog: Sendable {
     }
 
     /// Milestones still waiting for a photo, in order.
-    public var pendingMilestones: [Milestone] {
+    package var pendingMilestones: [Milestone] {
         milestones.filter { photos[$0.index] == nil }
     }
 
     /// Photo ids this walk has shown, so no photo is used twice in a walk.
-    public var usedPhotoIDs: Set<String> {
+    package var usedPhotoIDs: Set<String> {
         Set(photos.values.compactMap { $0.photo?.id })
     }
 
     /// Photos whose decoding was begun twice without an outcome: each time the recorder died meanwhile (a
     /// crash, the power, the memory limit), so they are not tried again.
-    public var suspectPhotoIDs: Set<String> {
+    package var suspectPhotoIDs: Set<String> {
         let used = usedPhotoIDs
         return Set(photoAttempts.filter { $0.value >= 2 && !used.contains($0.key) }.keys)
     }
 
     /// Parses a whole journal held in memory; the log keeps its points. Damaged lines are skipped and
     /// listed, never fatal.
-    public static func parse(id: String, contents: [UInt8]) -> WalkLog {
+    package static func parse(id: String, contents: [UInt8]) -> WalkLog {
         var log = WalkLog(id: id)
         contents.withUnsafeBufferPointer { bytes in
             var lineNumber = 0

@@ -1,22 +1,22 @@
 /// One position report from the receiver, already cleaned of libgps's "not set" states.
-public struct Fix: Sendable, Equatable {
+package struct Fix: Sendable, Equatable {
     /// GPS time, seconds since 1970-01-01 UTC. The walk runs on this clock, never the system's.
-    public var time: Double
-    public var latitude: Double
-    public var longitude: Double
+    package var time: Double
+    package var latitude: Double
+    package var longitude: Double
     /// Metres above the WGS84 ellipsoid, only for 3D fixes.
-    public var altitude: Double?
+    package var altitude: Double?
     /// Estimated horizontal error in metres (gpsd's eph, 95 %).
-    public var horizontalError: Double?
+    package var horizontalError: Double?
     /// 2 for a 2D fix, 3 for 3D.
-    public var mode: Int
+    package var mode: Int
     /// Speed over ground, m/s. Receivers measure it from the Doppler shift; for receivers that send none,
     /// gpsd derives it from positions (and then sends no `track`).
-    public var speed: Double?
+    package var speed: Double?
     /// Course over ground, degrees from true north.
-    public var track: Double?
+    package var track: Double?
 
-    public init(
+    package init(
         time: Double, latitude: Double, longitude: Double, altitude: Double? = nil,
         horizontalError: Double? = nil, mode: Int = 3, speed: Double? = nil, track: Double? = nil
     ) {
@@ -33,13 +33,13 @@ public struct Fix: Sendable, Equatable {
 
 extension Fix {
     /// No civilian receiver reports more: export rules (CoCom) make them stop above 1000 knots.
-    public static let maximumSpeed = 514.4
+    package static let maximumSpeed = 514.4
     /// Beyond this (metres from the ellipsoid) an altitude is no walk's.
-    public static let maximumAltitude = 50_000.0
+    package static let maximumAltitude = 50_000.0
 
     /// The fix without the values no receiver can mean (NaN, infinities, negative or impossible speeds and
     /// errors), each taken as not reported: they must never reach the distance or the journal.
-    public var bounded: Fix {
+    package var bounded: Fix {
         var fix = self
         if let speed, !(0...Self.maximumSpeed).contains(speed) { fix.speed = nil }
         if let track, !(0...360).contains(track) { fix.track = nil }

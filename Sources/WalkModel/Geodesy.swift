@@ -3,11 +3,11 @@ import Glibc
 
 /// Distances on the WGS84 mean sphere. The haversine form stays exact for short steps, across the
 /// antimeridian and next to the poles; the sphere's error against the ellipsoid (< 0.5 %) is far below GPS noise.
-public enum Geodesy {
+package enum Geodesy {
     /// IUGG mean Earth radius, metres.
-    public static let meanRadius = 6_371_008.8
+    package static let meanRadius = 6_371_008.8
 
-    public static func distance(_ lat1: Double, _ lon1: Double, _ lat2: Double, _ lon2: Double) -> Double {
+    package static func distance(_ lat1: Double, _ lon1: Double, _ lat2: Double, _ lon2: Double) -> Double {
         let phi1 = lat1 * .pi / 180
         let phi2 = lat2 * .pi / 180
         let dPhi = phi2 - phi1
@@ -19,7 +19,7 @@ public enum Geodesy {
     }
 
     /// The point `distance` metres from a start along an initial bearing (degrees clockwise from north).
-    public static func destination(
+    package static func destination(
         _ lat: Double, _ lon: Double, bearing: Double, distance: Double
     ) -> (lat: Double, lon: Double) {
         let phi1 = lat * .pi / 180
@@ -35,7 +35,7 @@ public enum Geodesy {
 
     /// How far east and north `to` lies from `from`, metres, on the plane tangent between them: exact enough for
     /// the tens of metres a direction is taken over, and across the antimeridian.
-    public static func displacement(
+    package static func displacement(
         from: (lat: Double, lon: Double), to: (lat: Double, lon: Double)
     ) -> (east: Double, north: Double) {
         var dLon = (to.lon - from.lon).truncatingRemainder(dividingBy: 360)

@@ -193,14 +193,14 @@ package struct JournalLine: Codable {
 }
 
 /// Turns records into journal lines and back.
-public enum JournalCodec {
+package enum JournalCodec {
     private static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
     }()
 
-    public static func encode(_ record: JournalRecord) -> String {
+    package static func encode(_ record: JournalRecord) -> String {
         if case let .point(point) = record { return encodeFix(point) }
         var line = JournalLine(record)
         line.leaveOutNonFiniteNumbers()
@@ -238,13 +238,13 @@ public enum JournalCodec {
         return String(decoding: line.bytes, as: UTF8.self)
     }
 
-    public static func decode(_ line: Substring) -> JournalRecord? {
+    package static func decode(_ line: Substring) -> JournalRecord? {
         var text = String(line)
         return text.withUTF8(decode)
     }
 
     /// The record on one line (without its newline): the scanner's fast path, JSONDecoder for the rest.
-    public static func decode(_ line: UnsafeBufferPointer<UInt8>) -> JournalRecord? {
+    package static func decode(_ line: UnsafeBufferPointer<UInt8>) -> JournalRecord? {
         if let scanned = JournalLineScanner.scan(line) { return scanned }
         guard let decoded = try? JSONDecoder().decode(JournalLine.self, from: Data(line)) else { return nil }
         return decoded.record

@@ -1,6 +1,6 @@
 /// One line of a walk journal. The journal is append-only JSON Lines: each record is one line, and a
 /// line cut short by a power cut is the only damage it can take.
-public enum JournalRecord: Sendable, Equatable {
+package enum JournalRecord: Sendable, Equatable {
     case walkStart(id: String, time: Double, every: Double)
     case point(TrackPoint)
     case milestone(Milestone)
@@ -17,8 +17,8 @@ public enum JournalRecord: Sendable, Equatable {
     case star(milestone: Int, starred: Bool, wall: Double)
 }
 
-public struct JournalEvent: Sendable, Equatable {
-    public enum Kind: String, Sendable, Codable {
+package struct JournalEvent: Sendable, Equatable {
+    package enum Kind: String, Sendable, Codable {
         case sessionStart = "session_start"
         case sessionEnd = "session_end"
         case resumed
@@ -42,12 +42,12 @@ public struct JournalEvent: Sendable, Equatable {
         case error
     }
 
-    public var kind: Kind
-    public var time: Double?
-    public var wall: Double
-    public var message: String?
+    package var kind: Kind
+    package var time: Double?
+    package var wall: Double
+    package var message: String?
 
-    public init(kind: Kind, time: Double? = nil, wall: Double, message: String? = nil) {
+    package init(kind: Kind, time: Double? = nil, wall: Double, message: String? = nil) {
         self.kind = kind
         self.time = time
         self.wall = wall

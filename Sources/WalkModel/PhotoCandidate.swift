@@ -1,32 +1,32 @@
 /// A photo a source offers for a spot, with everything the journal records about it.
-public struct PhotoCandidate: Sendable, Equatable {
+package struct PhotoCandidate: Sendable, Equatable {
     /// The source's id: validated (letters, digits, `_`, `-`; at most 64) before it names a cache file.
-    public var id: String
-    public var title: String
-    public var ownerName: String
-    public var ownerID: String
+    package var id: String
+    package var title: String
+    package var ownerName: String
+    package var ownerID: String
     /// Licence as people read it, e.g. "CC BY 2.0" or "All rights reserved".
-    public var license: String
+    package var license: String
     /// The photo's page (Flickr: https://www.flickr.com/photos/{owner}/{id}/); nil for local files.
-    public var pageURL: String?
+    package var pageURL: String?
     /// Where the photo was taken.
-    public var latitude: Double
-    public var longitude: Double
+    package var latitude: Double
+    package var longitude: Double
     /// Where the image comes from: an https URL, or a file path for the local folder source.
-    public var imageURL: String
+    package var imageURL: String
     /// When it was taken, as the source states it.
-    public var taken: String?
+    package var taken: String?
     /// The licence's text (Commons: LicenseUrl); journaled as `license_url`.
-    public var licenseURL: String?
+    package var licenseURL: String?
     /// How exactly its position is known, on Flickr's scale (16 street level, 11 city, 1 world); nil when
     /// the source does not say. Used to pick, not journaled.
-    public var accuracy: Int?
+    package var accuracy: Int?
     /// Taken indoors, as the source says (Flickr's geo context); used to pick, not journaled.
-    public var indoors = false
+    package var indoors = false
     /// Why this file cannot be used (not a JPEG, no licence): the service journals it and skips the file.
-    public var skipReason: String?
+    package var skipReason: String?
 
-    public init(
+    package init(
         id: String, title: String, ownerName: String, ownerID: String, license: String, pageURL: String?,
         latitude: Double, longitude: Double, imageURL: String, taken: String? = nil
     ) {
@@ -43,7 +43,7 @@ public struct PhotoCandidate: Sendable, Equatable {
     }
 
     /// Ids that may name a file: nothing from the network reaches a path unchecked.
-    public static func isValidID(_ id: String) -> Bool {
+    package static func isValidID(_ id: String) -> Bool {
         !id.isEmpty && id.utf8.count <= 64
             && id.utf8.allSatisfy { $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
     }

@@ -1,8 +1,8 @@
 /// RFC 3339 UTC timestamps ("2026-11-22T09:47:36.2Z") for GPS times, without Foundation's
 /// date formatters, which are slow and locale-sensitive.
-public enum Timestamp {
+package enum Timestamp {
     /// Formats seconds since 1970 as RFC 3339 UTC, with milliseconds only when they are not zero.
-    public static func format(_ time: Double) -> String {
+    package static func format(_ time: Double) -> String {
         var text = [UInt8]()
         text.reserveCapacity(24)
         write(time, into: &text)
@@ -66,13 +66,13 @@ public enum Timestamp {
     }
 
     /// Parses what `format` writes, and any RFC 3339 time with a `Z` or numeric offset.
-    public static func parse(_ text: String) -> Double? {
+    package static func parse(_ text: String) -> Double? {
         var text = text
         return text.withUTF8(parse)
     }
 
     /// `parse` on UTF-8 bytes: the journal scanner reads times without making Strings of them.
-    public static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Double? {
+    package static func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Double? {
         func number(_ start: Int, _ count: Int) -> Int? {
             guard start + count <= bytes.count else { return nil }
             var value = 0

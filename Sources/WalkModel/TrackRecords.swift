@@ -1,11 +1,11 @@
 /// The records a walk is made of, as the tracker produces them and the journal keeps them.
 
 /// A fix the walk accepted, with its place in the walk.
-public struct TrackPoint: Sendable, Equatable {
-    public var fix: Fix
-    public var segment: Int
+package struct TrackPoint: Sendable, Equatable {
+    package var fix: Fix
+    package var segment: Int
     /// Distance walked from the start of the walk up to this point, metres.
-    public var distance: Double
+    package var distance: Double
 
     package init(fix: Fix, segment: Int, distance: Double) {
         self.fix = fix
@@ -14,12 +14,12 @@ public struct TrackPoint: Sendable, Equatable {
     }
 }
 
-public struct Milestone: Sendable, Equatable {
-    public var index: Int
-    public var time: Double
-    public var latitude: Double
-    public var longitude: Double
-    public var distance: Double
+package struct Milestone: Sendable, Equatable {
+    package var index: Int
+    package var time: Double
+    package var latitude: Double
+    package var longitude: Double
+    package var distance: Double
 
     package init(index: Int, time: Double, latitude: Double, longitude: Double, distance: Double) {
         self.index = index
@@ -30,11 +30,11 @@ public struct Milestone: Sendable, Equatable {
     }
 }
 
-public struct SegmentBreak: Sendable, Equatable {
-    public var index: Int
-    public var time: Double
+package struct SegmentBreak: Sendable, Equatable {
+    package var index: Int
+    package var time: Double
     /// GPS seconds without an accepted fix before this segment.
-    public var gap: Double
+    package var gap: Double
 
     package init(index: Int, time: Double, gap: Double) {
         self.index = index

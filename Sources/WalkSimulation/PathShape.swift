@@ -2,7 +2,7 @@ import Foundation
 
 /// The paths people take, each about two kilometres (a ride three), for measuring distance against what
 /// was really walked. Every shape is deterministic for its seed.
-public enum PathShape: String, CaseIterable, Sendable {
+package enum PathShape: String, CaseIterable, Sendable {
     case straight
     /// A trail zigzagging up a slope: 40 m legs, 130-degree turns, at hiking pace.
     case switchbacks
@@ -23,7 +23,7 @@ public enum PathShape: String, CaseIterable, Sendable {
     /// Ten minutes standing in one place.
     case standing
 
-    public func stretches(seed: UInt64) -> [SyntheticWalk.Stretch] {
+    package func stretches(seed: UInt64) -> [SyntheticWalk.Stretch] {
         var random = SplitMix(seed: seed)
         func side() -> Double { random.next(in: 0..<1) < 0.5 ? -1 : 1 }
         switch self {
@@ -69,7 +69,7 @@ public enum PathShape: String, CaseIterable, Sendable {
     }
 
     /// The walk itself, as `receiver` reports it.
-    public func walk(receiver: Receiver, seed: UInt64) -> SyntheticWalk {
+    package func walk(receiver: Receiver, seed: UInt64) -> SyntheticWalk {
         var walk = SyntheticWalk(seed: seed, receiver: receiver)
         walk.add(stretches(seed: seed))
         return walk
