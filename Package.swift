@@ -269,6 +269,7 @@ let package = Package(
                 "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
                 "FieldLogFakes",
                 "WalkSimulation",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // Seconds, and nothing but the toolchain: no gpsd, browser, root or fieldlog binary

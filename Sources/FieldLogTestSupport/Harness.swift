@@ -1,6 +1,7 @@
 import CSandbox
 
 import Foundation
+import Logging
 import Testing
 
 /// Paths of the things integration tests run: the built `fieldlog` and the committed fixtures.
@@ -334,3 +335,6 @@ package func waitUntil(timeout: Double = 30, _ condition: () -> Bool) async -> B
     }
     return true
 }
+
+/// A logger that says nothing, for code under test whose log no test reads.
+package let quietLogger = Logger(label: "fieldlog-test") { _ in SwiftLogNoOpLogHandler() }

@@ -26,7 +26,7 @@ struct GPSDFaultTests {
         var configuration = GPSDReader.Configuration(host: "127.0.0.1", port: String(port))
         configuration.silenceBeforeProbe = silence / 2
         configuration.silenceLimit = silence
-        let reader = GPSDReader(configuration: configuration, logger: Logger(label: "test"))
+        let reader = GPSDReader(configuration: configuration, logger: quietLogger)
         let log = Events()
         let running = Task { try await reader.run { log.add($0) } }
         let deadline = Date().addingTimeInterval(timeout)
@@ -229,7 +229,7 @@ struct RealGPSDFaultTests {
         var configuration = GPSDReader.Configuration(host: "127.0.0.1", port: String(port))
         configuration.silenceBeforeProbe = .seconds(1)
         configuration.silenceLimit = .seconds(3)
-        let reader = GPSDReader(configuration: configuration, logger: Logger(label: "test"))
+        let reader = GPSDReader(configuration: configuration, logger: quietLogger)
         let log = TimedEvents()
         let running = Task { try await reader.run { log.add($0) } }
         defer { reader.stop() }

@@ -51,7 +51,7 @@ struct PhotoSourceChainTests {
             commons.add(.init(pageID: 500 + index, latitude: beside.lat, longitude: beside.lon, name: "View \(index).jpg",
                               taken: "2020-0\(1 + index % 9)-01 12:00:00", jpeg: PhotoTests.jpeg))
         }
-        let recorder = try WalkRecorder(store: store, limits: WalkLimits(), logger: Logger(label: "test"))
+        let recorder = try WalkRecorder(store: store, limits: WalkLimits(), logger: quietLogger)
         let sources: [PhotoSourceChain.Member] = [
             .init(name: "flickr", source: try FlickrSource(
                 apiKey: flickrKey, endpoint: flickr.endpoint, budget: RequestBudget(perHour: 360_000, burst: 100))),
@@ -62,7 +62,7 @@ struct PhotoSourceChainTests {
         let service = PhotoService(
             sources: sources, journal: recorder, store: store,
             thumbnails: try ThumbnailCache(directory: directory + "/cache"), thumbnailer: Thumbnailer(),
-            logger: Logger(label: "test"), maxBackoff: 2)
+            logger: quietLogger, maxBackoff: 2)
         service.finishWhenIdle()
         try await service.run()
         await flickr.stop()
@@ -132,9 +132,9 @@ struct PhotoSourceChainTests {
         let service = PhotoService(
             sources: [.init(name: "flickr", source: try FlickrSource(
                 apiKey: FakeFlickr.apiKey, endpoint: flickr.endpoint, budget: RequestBudget(perHour: 360_000, burst: 100)))],
-            journal: try WalkRecorder(store: store, limits: WalkLimits(), logger: Logger(label: "test")), store: store,
+            journal: try WalkRecorder(store: store, limits: WalkLimits(), logger: quietLogger), store: store,
             thumbnails: try ThumbnailCache(directory: directory + "/cache"), thumbnailer: Thumbnailer(),
-            logger: Logger(label: "test"), maxBackoff: 2)
+            logger: quietLogger, maxBackoff: 2)
         service.finishWhenIdle()
         try await service.run()
         let log = try store.read(id)

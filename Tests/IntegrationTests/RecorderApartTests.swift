@@ -85,9 +85,7 @@ struct RecorderApartTests {
     func longWalkGoingOn(hours: Double, thenSeconds seconds: Int) throws -> (capture: String, fixes: Int) {
         var walk = SyntheticWalk(heading: 30)
         walk.add([.walk(seconds: Int(hours * 3600), speed: 1.4, turn: 0.01)])
-        var quiet = Logger(label: "test")
-        quiet.logLevel = .critical
-        let recorder = try WalkRecorder(store: JournalStore(directory: state), limits: WalkLimits(), logger: quiet)
+        let recorder = try WalkRecorder(store: JournalStore(directory: state), limits: WalkLimits(), logger: quietLogger)
         for fix in walk.fixes { recorder.record(fix) }
         recorder.finishSession(reason: "test: the first part of the walk")
         walk.clear()

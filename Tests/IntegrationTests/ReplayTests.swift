@@ -205,7 +205,7 @@ struct DaemonTests {
         struct DiskFull: Error {}
         let gpsd = try await GPSFake(capture: Harness.capture("bundg_zeus_9"), delay: 0.05, in: directory)
         let reader = GPSDReader(
-            configuration: .init(host: "127.0.0.1", port: String(gpsd.port)), logger: Logger(label: "test"))
+            configuration: .init(host: "127.0.0.1", port: String(gpsd.port)), logger: quietLogger)
         let heard = EventLog()
         await #expect(throws: DiskFull.self) {
             try await reader.run { event in

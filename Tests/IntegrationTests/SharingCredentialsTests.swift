@@ -30,7 +30,7 @@ final class SharingCredentialsTests {
         return path
     }
 
-    func json(_ server: FakeRecorder) -> [[String: Any]] {
+    func json(_ server: FakeOwnTracksRecorder) -> [[String: Any]] {
         server.stored.compactMap { try? JSONSerialization.jsonObject(with: $0.body) as? [String: Any] }
     }
 
@@ -45,9 +45,9 @@ final class SharingCredentialsTests {
         let broker = try MosquittoBroker(in: directory)
         try await broker.start()
         let subscriber = try await MosquittoSubscriber(broker: broker, in: directory)
-        let hiker = FakeRecorder(user: "hiker", password: Self.hikerPassword)
+        let hiker = FakeOwnTracksRecorder(user: "hiker", password: Self.hikerPassword)
         defer { hiker.stop() }
-        let open = FakeRecorder(user: "nobody", password: nil)
+        let open = FakeOwnTracksRecorder(user: "nobody", password: nil)
         defer { open.stop() }
         let file = try credentials([(broker.url, MosquittoBroker.password), (hiker.url, Self.hikerPassword)])
         let capture = try SharingHarness.walkCapture(seconds: 300, in: directory)
@@ -82,7 +82,7 @@ final class SharingCredentialsTests {
     /// A `/pub` that answers 403 once (a proxy, an authentication backend that blinked): said once, asked
     /// again, and the whole walk arrives.
     @Test func aRefusalOnceIsSaidOnceAndTheWalkStillArrivesWhole() async throws {
-        let server = FakeRecorder(user: "hiker", password: Self.hikerPassword)
+        let server = FakeOwnTracksRecorder(user: "hiker", password: Self.hikerPassword)
         defer { server.stop() }
         server.setFault(.forbiddenOnce)
         let capture = try SharingHarness.walkCapture(seconds: 300, in: directory)

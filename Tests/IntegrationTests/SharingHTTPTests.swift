@@ -29,7 +29,7 @@ final class SharingHTTPTests {
     func acknowledged() -> Int { SharingHarness.cursor(state: state)?.acknowledged ?? 0 }
 
     @Test func theRecorderGetsEveryPointOnlyARealAcknowledgementMovesThePosition() async throws {
-        let server = FakeRecorder(user: "walker", password: Self.password)
+        let server = FakeOwnTracksRecorder(user: "walker", password: Self.password)
         defer { server.stop() }
         let capture = try SharingHarness.walkCapture(seconds: 900, in: directory)
         let gpsd = try await GPSFake(capture: capture, delay: 0.015, in: directory)
@@ -44,7 +44,7 @@ final class SharingHTTPTests {
         #expect(server.stored.count >= 5)
         // Answers that are no acknowledgement: the position stays where it is while they last (two tries each),
         // and moves on once real answers come again.
-        for fault in [FakeRecorder.Fault.dropBody, .notOwnTracks, .serverError] {
+        for fault in [FakeOwnTracksRecorder.Fault.dropBody, .notOwnTracks, .serverError] {
             server.setFault(fault)
             // The first request under the fault: the answer before it was taken (one message at a time), so its
             // position is written by then.
@@ -89,7 +89,7 @@ final class SharingHTTPTests {
 
     /// Said once; the next attempt is a minute away (`SharingCredentialsTests` sees it come).
     @Test func aRefusedPasswordIsSaidOnceAndNotAskedAgainAtOnce() async throws {
-        let server = FakeRecorder(user: "walker", password: "another")
+        let server = FakeOwnTracksRecorder(user: "walker", password: "another")
         defer { server.stop() }
         let capture = try SharingHarness.walkCapture(seconds: 300, in: directory)
         let gpsd = try await GPSFake(capture: capture, delay: 0.006, in: directory)

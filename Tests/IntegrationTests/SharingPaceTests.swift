@@ -79,7 +79,7 @@ final class SharingPaceTests {
 
     @Test func aBacklogGoesOutAtTheShareRateOverHTTP() async throws {
         try writePassword(Self.password)
-        let server = FakeRecorder(user: "walker", password: Self.password)
+        let server = FakeOwnTracksRecorder(user: "walker", password: Self.password)
         defer { server.stop() }
         // The walk is journaled while the Recorder answers 500: all of it waits.
         server.setFault(.serverError)
@@ -114,7 +114,7 @@ final class SharingPaceTests {
     /// acknowledged before it stops too.
     @Test func runOnceSendsTheWalkToItsLastFix() async throws {
         try writePassword(Self.password)
-        let server = FakeRecorder(user: "walker", password: Self.password)
+        let server = FakeOwnTracksRecorder(user: "walker", password: Self.password)
         defer { server.stop() }
         let outcome = try await recordSharing(with: server.url, rate: 50)
         #expect(outcome.status == 0, "\(outcome.stderr)")

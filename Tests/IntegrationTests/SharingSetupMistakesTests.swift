@@ -53,7 +53,7 @@ final class SharingSetupMistakesTests {
 
     @Test(arguments: Mistake.allCases)
     func aBadPasswordFileNeverStopsTheWalk(mistake: Mistake) async throws {
-        let server = FakeRecorder(user: "walker", password: Self.password)
+        let server = FakeOwnTracksRecorder(user: "walker", password: Self.password)
         defer { server.stop() }
         let (path, said) = try passwordFile(mistake)
         let capture = try SharingHarness.walkCapture(seconds: 300, in: directory)

@@ -65,7 +65,7 @@ final class SharingTamperedPositionTests {
         let earlier = try PendingWalks.write(start: 1_700_000_000, origin: (55.95, -3.2), milestones: 3, fixes: 60, in: store)
         let latest = try PendingWalks.write(start: 1_700_100_000, origin: (55.96, -3.2), milestones: 4, fixes: 90, in: store)
         #expect(earlier < latest)
-        let server = FakeRecorder(user: "walker", password: nil)
+        let server = FakeOwnTracksRecorder(user: "walker", password: nil)
         defer { server.stop() }
         let destination = try ShareDestination(url: server.url, device: "testdev")
         let said = try tamper(tampering, path: state + "/" + destination.stateFileName, url: server.url, latest: latest)

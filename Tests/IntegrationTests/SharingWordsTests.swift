@@ -54,7 +54,7 @@ final class SharingWordsTests {
     /// A Recorder whose user has an encryption key answers `/pub` with the friends' array encrypted in an object:
     /// an acknowledgement like `[]`, each message stored once (not retried for ever, stored at every retry).
     @Test func theRecordersEncryptedAnswerIsAnAcknowledgement() async throws {
-        let server = FakeRecorder(user: MosquittoBroker.user, password: MosquittoBroker.password)
+        let server = FakeOwnTracksRecorder(user: MosquittoBroker.user, password: MosquittoBroker.password)
         defer { server.stop() }
         server.setFault(.encryptedAnswer)
         let outcome = try await share(to: server.url)
@@ -74,7 +74,7 @@ final class SharingWordsTests {
             in: directory, timeout: 120)
         await gpsd.wait()
         #expect(recorded.status == 0, "\(recorded.stderr)")
-        let server = FakeRecorder(user: MosquittoBroker.user, password: MosquittoBroker.password)
+        let server = FakeOwnTracksRecorder(user: MosquittoBroker.user, password: MosquittoBroker.password)
         defer { server.stop() }
         let outcome = try await fieldlog(
             ["share", "--walk", "latest", "--state-dir", state, "--cache-dir", directory + "/cache", "--timeout", "10",
@@ -83,7 +83,7 @@ final class SharingWordsTests {
         #expect(outcome.status == 0, "\(outcome.stdout) \(outcome.stderr)")
         let photos = server.stored.filter { String(decoding: $0.body, as: UTF8.self).contains("\"fl_photo\"") }
         let withImage = photos.filter { String(decoding: $0.body, as: UTF8.self).contains("\"image\":\"") }
-        let longest = server.stored.map { FakeRecorder.recorderLineBytes($0.body) }.max() ?? 0
+        let longest = server.stored.map { FakeOwnTracksRecorder.recorderLineBytes($0.body) }.max() ?? 0
         print("a walk with photos over HTTP: \(server.stored.count) stored, \(server.served.count) served, \(withImage.count) of \(photos.count) photos with their image, longest Recorder line \(longest) bytes")
         #expect(server.stored.count == (try SharingHarness.expected(state: state).count))
         #expect(server.served.count == server.stored.count && photos.count >= 4 && withImage.count == photos.count)

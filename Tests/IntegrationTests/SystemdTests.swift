@@ -69,12 +69,6 @@ private final class NotifySocket {
     }
 }
 
-private let quietLogger: Logger = {
-    var logger = Logger(label: "fieldlog-test", factory: { _ in SwiftLogNoOpLogHandler() })
-    logger.logLevel = .critical
-    return logger
-}()
-
 @Suite
 struct SystemdTests {
     @Test(arguments: [false, true])

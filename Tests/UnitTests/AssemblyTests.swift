@@ -13,11 +13,7 @@ import WalkModel
 /// fake gpsd on loopback.
 @Suite struct AssemblyTests {
     let directory = Harness.temporaryDirectory()
-    var logger: Logger {
-        var logger = Logger(label: "test")
-        logger.logLevel = .critical
-        return logger
-    }
+    var logger: Logger { quietLogger }
 
     /// A straight walk north along a meridian at 1.5 m/s, one TPV a second.
     func walk(seconds: Int) -> [String] {

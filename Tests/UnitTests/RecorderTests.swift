@@ -11,12 +11,6 @@ import WalkSimulation
 
 private let t0 = Timestamp.parse("2026-05-18T08:00:00Z")!
 
-private let quietLogger: Logger = {
-    var logger = Logger(label: "fieldlog.tests.recorder")
-    logger.logLevel = .critical
-    return logger
-}()
-
 /// A state directory of its own, removed when the test ends.
 private final class StateDirectory {
     let path = NSTemporaryDirectory() + "fieldlog-recorder-test-" + UUID().uuidString + "/state"

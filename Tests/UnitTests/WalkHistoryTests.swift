@@ -80,11 +80,11 @@ private struct NoThumbnails: ThumbnailStore {
     try writeWalk("20250102T080000Z", start: starts[1], milestones: 2, served: 2, in: store)
     try writeWalk("20250103T080000Z", start: starts[2], milestones: 2, served: 1, in: store)
     try writeWalk("20250104T080000Z", start: starts[3], milestones: 2, served: 0, in: store)
-    let recorder = try WalkRecorder(store: store, limits: WalkLimits(), logger: Logger(label: "test"))
+    let recorder = try WalkRecorder(store: store, limits: WalkLimits(), logger: quietLogger)
     let source = AskedSource()
     let service = try PhotoService(
         source: source, sourceName: "local", journal: recorder, store: store, thumbnails: NoThumbnails(),
-        thumbnailer: Thumbnailer(), logger: Logger(label: "test"))
+        thumbnailer: Thumbnailer(), logger: quietLogger)
     service.finishWhenIdle()
     try await service.run()
     // Each milestone is searched at five radii before it is "none nearby"; its walk is in its longitude.

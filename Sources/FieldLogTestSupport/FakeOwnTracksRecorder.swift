@@ -5,7 +5,7 @@ import Synchronization
 /// `POST /pub` with the user and device in `?u=&d=` or `X-Limit-U`/`X-Limit-D`, the body an OwnTracks JSON
 /// message, the answer 200 with a JSON array (here `[]`). Basic auth checked as the reverse proxy in front of a
 /// real Recorder would, or none asked for (no password). Faults switch at run time.
-package final class FakeRecorder: @unchecked Sendable {
+package final class FakeOwnTracksRecorder: @unchecked Sendable {
     package enum Fault: Sendable, Equatable {
         case none
         case serverError
