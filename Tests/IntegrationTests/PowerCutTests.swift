@@ -1,7 +1,8 @@
 import FieldLogTestSupport
 import Foundation
-import Testing
 import Photos
+import Testing
+import Thumbnailing
 
 // Power cuts on a real directory through reliability/powercut/layer.py, a FUSE layer that keeps only what
 // was fsynced (file data) and what a directory fsync made durable (names). Needs root, /dev/fuse and Debian's

@@ -1,7 +1,8 @@
 import FieldLogTestSupport
 import Foundation
-import Testing
 import Photos
+import Testing
+import Thumbnailing
 
 // The thumbnail cache on real directories: limits, LRU order, restarts, what it refuses.
 
