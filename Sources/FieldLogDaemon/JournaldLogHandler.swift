@@ -39,11 +39,9 @@ package struct JournaldLogHandler: LogHandler {
 
     /// Whether stderr is the journal stream systemd connected (checked once per process).
     package static let stderrIsJournal: Bool = {
-        var status = stat()
-        guard fstat(2, &status) == 0 else { return false }
+        guard let stderr = FileIO.identity(of: 2) else { return false }
         return streamMatches(
-            ProcessInfo.processInfo.environment["JOURNAL_STREAM"], device: UInt64(status.st_dev),
-            inode: UInt64(status.st_ino))
+            ProcessInfo.processInfo.environment["JOURNAL_STREAM"], device: stderr.device, inode: stderr.inode)
     }()
 
     /// `$JOURNAL_STREAM` is "DEVICE:INODE" (decimal) of the stream systemd connected; stderr is still the

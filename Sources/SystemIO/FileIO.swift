@@ -18,6 +18,13 @@ package enum FileIO {
         return nil
     }
 
+    /// The device and inode of an open descriptor (what `$JOURNAL_STREAM` names), or nil when it is not open.
+    package static func identity(of descriptor: Int32) -> (device: UInt64, inode: UInt64)? {
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return nil }
+        return (UInt64(status.st_dev), UInt64(status.st_ino))
+    }
+
     /// The whole contents of `path`, read straight into one array (no Data in between: journals of long
     /// walks are megabytes, and export reads them whole). A file of more than `limit` bytes is an error
     /// (EFBIG), told from its size before it is read, or as soon as reading passes the limit.
