@@ -220,7 +220,8 @@ let package = Package(
         // (scripts/build-release --version), defined for this one C file so that nothing else rebuilds.
         .target(
             name: "CBuildStamp",
-            cSettings: Context.environment["FIELDLOG_VERSION"].map { [.define("FIELDLOG_VERSION", to: "\"\($0)\"")] } ?? []
+            cSettings: Context.environment["FIELDLOG_VERSION"].map { [.define("FIELDLOG_VERSION", to: "\"\($0)\"")] }
+                ?? []
         ),
         // Walks with known truth, as receivers report them: for the tests and the distance benchmark.
         .target(
@@ -305,8 +306,9 @@ let package = Package(
 // What the compiler checks in every Swift target: each file imports the modules whose members it uses (not
 // whatever another file of the target happened to import), and existential types are spelled `any`.
 for target in package.targets where target.type != .system && !target.name.hasPrefix("C") {
-    target.swiftSettings = (target.swiftSettings ?? []) + [
-        .enableUpcomingFeature("MemberImportVisibility"),
-        .enableUpcomingFeature("ExistentialAny"),
-    ]
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [
+            .enableUpcomingFeature("MemberImportVisibility"),
+            .enableUpcomingFeature("ExistentialAny"),
+        ]
 }

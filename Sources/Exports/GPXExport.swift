@@ -6,7 +6,8 @@ import WalkModel
 package enum GPXExport {
     package static func write(_ log: WalkLog, to sink: ([UInt8]) throws -> Void) throws {
         var out = ByteWriter(capacity: exportChunk + 4096)
-        out.append("""
+        out.append(
+            """
             <?xml version="1.0" encoding="UTF-8"?>
             <gpx xmlns="http://www.topografix.com/GPX/1/1" version="1.1" creator="fieldlog" \
             xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" \

@@ -139,7 +139,8 @@ package enum GeoJSONExport {
             return out.append("null")
         }
         let multiple = counter.lines > 1
-        out.append(multiple ? "{\"type\":\"MultiLineString\",\"coordinates\":[" : "{\"type\":\"LineString\",\"coordinates\":")
+        out.append(
+            multiple ? "{\"type\":\"MultiLineString\",\"coordinates\":[" : "{\"type\":\"LineString\",\"coordinates\":")
         var splitter = LineSplitter()
         var written = 0
         func emit(_ piece: LineSplitter.Piece, _ out: inout ByteWriter) throws {

@@ -158,7 +158,8 @@ package enum HTMLExport {
         _ milestone: Milestone, log: WalkLog, isCached: (String) -> Bool, images: Images, to out: inout ByteWriter
     ) {
         let starred = log.starred.contains(milestone.index)
-        out.append(starred ? "<article class=\"card starred\" data-milestone=\"" : "<article class=\"card\" data-milestone=\"")
+        out.append(
+            starred ? "<article class=\"card starred\" data-milestone=\"" : "<article class=\"card\" data-milestone=\"")
         out.append(milestone.index)
         out.append("\" id=\"m")
         out.append(milestone.index)
@@ -185,7 +186,8 @@ package enum HTMLExport {
             let source: String? =
                 switch images {
                 case let .inline(thumbnail):
-                    isCached(cacheKey) ? thumbnail(cacheKey).map { "data:image/jpeg;base64," + Data($0).base64EncodedString() } : nil
+                    isCached(cacheKey)
+                        ? thumbnail(cacheKey).map { "data:image/jpeg;base64," + Data($0).base64EncodedString() } : nil
                 case .linked:
                     isCached(cacheKey) ? "/thumbnails/" + cacheKey : nil
                 }

@@ -33,13 +33,16 @@ package struct TailFormatter {
             switch record.outcome {
             case let .found(photo, distance, _):
                 let title = photo.title.isEmpty ? "untitled" : photo.title
-                return "          milestone \(record.milestone): photo \"\(title)\" by \(photo.ownerName) (\(photo.license)), "
+                return
+                    "          milestone \(record.milestone): photo \"\(title)\" by \(photo.ownerName) (\(photo.license)), "
                     + "\(metres(distance)) away"
             case let .noneNearby(radius):
                 return "          milestone \(record.milestone): no photo within \(metres(radius))"
             }
         case let .star(milestone, starred, _):
-            return starred ? "          ★ milestone \(milestone) is a favourite" : "          milestone \(milestone) is no longer a favourite"
+            return starred
+                ? "          ★ milestone \(milestone) is a favourite"
+                : "          milestone \(milestone) is no longer a favourite"
         }
     }
 
@@ -52,7 +55,8 @@ package struct TailFormatter {
     }
 
     private func metres(_ value: Double) -> String {
-        value >= 10_000 ? "\(Int((value / 100).rounded()) / 10).\(Int((value / 100).rounded()) % 10) km"
+        value >= 10_000
+            ? "\(Int((value / 100).rounded()) / 10).\(Int((value / 100).rounded()) % 10) km"
             : "\(Int(value.rounded())) m"
     }
 

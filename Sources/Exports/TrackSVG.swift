@@ -14,7 +14,8 @@ package enum TrackSVG {
         // The outline: every point of a walk of a few hours, points metres apart beyond.
         let points = log.outline.points
         guard let projection = Projection(points.map(\.fix)) else {
-            out.append("<svg class=\"track\" viewBox=\"0 0 1000 200\" role=\"img\" aria-label=\"No track yet\"></svg>\n")
+            out.append(
+                "<svg class=\"track\" viewBox=\"0 0 1000 200\" role=\"img\" aria-label=\"No track yet\"></svg>\n")
             return
         }
         out.append("<svg class=\"track\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"-30 -30 1060 ")
@@ -129,7 +130,8 @@ package enum TrackSVG {
         return merged.indices.filter { keep[$0] }.map { merged[$0] }
     }
 
-    private static func distanceToSegment(_ p: (Double, Double), _ a: (Double, Double), _ b: (Double, Double)) -> Double {
+    private static func distanceToSegment(_ p: (Double, Double), _ a: (Double, Double), _ b: (Double, Double)) -> Double
+    {
         let dx = b.0 - a.0
         let dy = b.1 - a.1
         let length = dx * dx + dy * dy

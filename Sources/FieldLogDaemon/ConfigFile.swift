@@ -49,7 +49,8 @@ package struct ConfigFile: Sendable, Equatable {
                 ConfigFileError(path: path, line: number, key: key, problem: problem)
             }
             if line.unicodeScalars.contains(where: Self.isUnprintable) {
-                throw fail("not valid YAML: a control character or line separator (write it as an escape in double quotes)")
+                throw fail(
+                    "not valid YAML: a control character or line separator (write it as an escape in double quotes)")
             }
             if content.isEmpty || content.hasPrefix("#") { continue }
             if content.startIndex != line.startIndex {
@@ -61,7 +62,8 @@ package struct ConfigFile: Sendable, Equatable {
                 throw fail("not valid YAML: a value must be on the line of its key")
             }
             if let keyWithoutValue {
-                throw ConfigFileError(path: path, line: keyWithoutValue.line, key: keyWithoutValue.key, problem: "has no value")
+                throw ConfigFileError(
+                    path: path, line: keyWithoutValue.line, key: keyWithoutValue.key, problem: "has no value")
             }
             if !started && (line == "---" || line.hasPrefix("--- ")) {
                 started = true
@@ -86,7 +88,8 @@ package struct ConfigFile: Sendable, Equatable {
             }
         }
         if let keyWithoutValue {
-            throw ConfigFileError(path: path, line: keyWithoutValue.line, key: keyWithoutValue.key, problem: "has no value")
+            throw ConfigFileError(
+                path: path, line: keyWithoutValue.line, key: keyWithoutValue.key, problem: "has no value")
         }
         self.entries = entries
     }
@@ -235,7 +238,8 @@ package struct ConfigFile: Sendable, Equatable {
             case "\"": quoted += "\\\""
             case "\n": quoted += "\\n"
             case "\t": quoted += "\\t"
-            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{2028}"
+            case _
+            where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{2028}"
                 || scalar == "\u{2029}" || scalar == "\u{FEFF}":
                 let hex = String(scalar.value, radix: 16, uppercase: true)
                 quoted += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex

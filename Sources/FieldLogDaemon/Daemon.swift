@@ -74,9 +74,12 @@ package struct Daemon {
         }
         var helpers: [HelperSupervisor.Helper] = []
         if settings.http != nil { helpers.append(.init(name: "live-page", arguments: settings.helperArguments)) }
-        if !settings.sharing.urls.isEmpty { helpers.append(.init(name: "live-share", arguments: settings.helperArguments)) }
+        if !settings.sharing.urls.isEmpty {
+            helpers.append(.init(name: "live-share", arguments: settings.helperArguments))
+        }
         if settings.helpers == .children && !helpers.isEmpty {
-            let supervisor = HelperSupervisor(helpers: helpers, executable: executable, status: statusFile, logger: logger)
+            let supervisor = HelperSupervisor(
+                helpers: helpers, executable: executable, status: statusFile, logger: logger)
             // First, so that it stops last (a group stops its services in reverse): the helpers read the recorder's
             // session end, and sharing sends the walk's last fix, before they are told to stop.
             services.insert(.init(service: supervisor, successTerminationBehavior: .ignore), at: 0)
@@ -85,7 +88,10 @@ package struct Daemon {
         let notifier = SystemdNotifier(logger: logger)
         if notifier.isEnabled {
             let recorder = recorder
-            let systemd = SystemdService(notifier: notifier, logger: logger) { _ = recorder.summary; return true }
+            let systemd = SystemdService(notifier: notifier, logger: logger) {
+                _ = recorder.summary
+                return true
+            }
             services.append(.init(service: systemd, successTerminationBehavior: .gracefullyShutdownGroup))
         }
         group = ServiceGroup(configuration: .init(services: services, logger: logger))
@@ -113,7 +119,8 @@ package struct Daemon {
         environment: [String: String], executable: String, version: String
     ) async throws -> PhotoService? {
         let key = try FlickrKey.load(file: settings.apiKeyFile, environment: environment)
-        let names = settings.sources.flatMap { PhotoSourceChain.parse($0).names }
+        let names =
+            settings.sources.flatMap { PhotoSourceChain.parse($0).names }
             ?? PhotoSourceChain.defaultNames(hasPhotosDirectory: settings.directory != nil, hasFlickrKey: key != nil)
         var sources: [PhotoSourceChain.Member] = []
         for name in names {
@@ -137,18 +144,29 @@ package struct Daemon {
                     logger.notice("photo source flickr: no API key (FLICKR_API_KEY, --api-key-file); skipped")
                     continue
                 }
-                sources.append(.init(name: "flickr", source: try FlickrSource(
-                    apiKey: key, endpoint: settings.flickrEndpoint, caFile: settings.flickrCAFile,
-                    budget: RequestBudget(perHour: settings.flickrRate), thumbnailSize: settings.thumbnailSize)))
+                sources.append(
+                    .init(
+                        name: "flickr",
+                        source: try FlickrSource(
+                            apiKey: key, endpoint: settings.flickrEndpoint, caFile: settings.flickrCAFile,
+                            budget: RequestBudget(perHour: settings.flickrRate), thumbnailSize: settings.thumbnailSize))
+                )
             case "commons":
                 if settings.contact == nil {
-                    logger.notice("photo source commons: set `contact` (an e-mail address or URL): Wikimedia asks for one in the User-Agent")
+                    logger.notice(
+                        "photo source commons: set `contact` (an e-mail address or URL): Wikimedia asks for one in the User-Agent"
+                    )
                 }
                 // Its own budget: Wikimedia's limits are not Flickr's.
                 let userAgent = CommonsSource.userAgent(version: version, contact: settings.contact)
-                sources.append(.init(name: "commons", source: try CommonsSource(
-                    endpoint: settings.commonsEndpoint, caFile: settings.commonsCAFile, budget: RequestBudget(perHour: 1800),
-                    userAgent: userAgent, thumbnailSize: settings.thumbnailSize), maxRadius: CommonsSource.maxRadius))
+                sources.append(
+                    .init(
+                        name: "commons",
+                        source: try CommonsSource(
+                            endpoint: settings.commonsEndpoint, caFile: settings.commonsCAFile,
+                            budget: RequestBudget(perHour: 1800),
+                            userAgent: userAgent, thumbnailSize: settings.thumbnailSize),
+                        maxRadius: CommonsSource.maxRadius))
             default:
                 break
             }
@@ -168,7 +186,8 @@ package struct Daemon {
             recorder.setStorageFullHandler { [logger] in
                 Task {
                     let freed = await cache.removeAll()
-                    logger.warning("storage full: removed the thumbnail cache (\(freed) bytes) to make room for the walk journal")
+                    logger.warning(
+                        "storage full: removed the thumbnail cache (\(freed) bytes) to make room for the walk journal")
                 }
             }
         }

@@ -37,7 +37,8 @@ package struct DaemonSettings: Sendable, Equatable {
             "gap": "\(limits.segmentGap)", "idle-gap": "\(limits.idleGap)", "max-eph": "\(limits.maxHorizontalError)",
             "max-speed": "\(limits.maxSpeed)", "min-step": "\(limits.minStep)", "photos-dir": photos.directory,
             "api-key-file": photos.apiKeyFile, "flickr-endpoint": photos.flickrEndpoint,
-            "flickr-ca-file": photos.flickrCAFile, "flickr-rate": "\(photos.flickrRate)", "cache-dir": photos.cacheDirectory,
+            "flickr-ca-file": photos.flickrCAFile, "flickr-rate": "\(photos.flickrRate)",
+            "cache-dir": photos.cacheDirectory,
             "cache-max": "\(photos.cacheMax)", "thumb-size": "\(photos.thumbnailSize)",
             "photo-retry-max": "\(photos.retryMax)", "log-level": "\(logLevel)", "http": http?.description,
             "photo-sources": photos.sources, "commons-endpoint": photos.commonsEndpoint,
@@ -121,7 +122,9 @@ package struct PhotoSettings: Sendable, Equatable {
         if let sources, let problem = PhotoSourceChain.parse(sources).problem {
             throw SettingsError(key: "photo-sources", problem)
         }
-        guard cacheMax >= 64 << 10 else { throw SettingsError(key: "cache-max", "--cache-max must be at least 65536 bytes") }
+        guard cacheMax >= 64 << 10 else {
+            throw SettingsError(key: "cache-max", "--cache-max must be at least 65536 bytes")
+        }
         guard (16...2048).contains(thumbnailSize) else {
             throw SettingsError(key: "thumb-size", "--thumb-size must be 16 to 2048 pixels")
         }

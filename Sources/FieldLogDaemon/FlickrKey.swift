@@ -24,8 +24,9 @@ package enum FlickrKey {
                 .flatMap { FileManager.default.contents(atPath: $0) }.map { String(decoding: $0, as: UTF8.self) }
         }
         let trimmed = String(
-            String.UnicodeScalarView((key ?? "").unicodeScalars.drop { $0.properties.isWhitespace }.reversed()
-                .drop { $0.properties.isWhitespace }.reversed()))
+            String.UnicodeScalarView(
+                (key ?? "").unicodeScalars.drop { $0.properties.isWhitespace }.reversed()
+                    .drop { $0.properties.isWhitespace }.reversed()))
         return trimmed.isEmpty ? nil : trimmed
     }
 }

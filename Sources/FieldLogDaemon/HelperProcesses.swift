@@ -7,8 +7,8 @@ import Photos
 import Recording
 import ServiceLifecycle
 import Sharing
-import SystemIO
 import Synchronization
+import SystemIO
 import WalkJournal
 import WalkModel
 
@@ -31,7 +31,8 @@ package struct LivePageProcess {
             logger: logger)
         LivePageStatusFile.write(address: http.description, directory: store.directory)
         group = ServiceGroup(
-            configuration: .init(services: [.init(service: web, successTerminationBehavior: .gracefullyShutdownGroup)], logger: logger))
+            configuration: .init(
+                services: [.init(service: web, successTerminationBehavior: .gracefullyShutdownGroup)], logger: logger))
     }
 
     package func runUntilSignalled() async throws {
@@ -89,7 +90,9 @@ final class ShareEvents: Service, Sendable {
 
     func note(_ kind: JournalEvent.Kind, message: String) {
         let time = recorder.current?.lastFixTime.flatMap(Timestamp.parse)
-        pending.withLock { $0.append(JournalEvent(kind: kind, time: time, wall: Date().timeIntervalSince1970, message: message)) }
+        pending.withLock {
+            $0.append(JournalEvent(kind: kind, time: time, wall: Date().timeIntervalSince1970, message: message))
+        }
         flush()
     }
 
@@ -149,7 +152,9 @@ package enum LivePageStatusFile {
 package func boundHelperProcess(dataBytes: Int) throws(DaemonError) {
     guard limitDataMemory(to: dataBytes) else { throw DaemonError("cannot limit its memory to \(dataBytes >> 20) MiB") }
     // Raising one's own niceness needs no privilege; under systemd, Nice= in the unit says the same.
-    _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, max(10, getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)))
+    _ = setpriority(
+        __priority_which_t(PRIO_PROCESS.rawValue), 0, max(10, getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0))
+    )
     let descriptor = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC)
     guard descriptor >= 0 else { return }
     _ = FileIO.writeAll(Array("500\n".utf8), to: descriptor)

@@ -72,7 +72,8 @@ package final class HelperSupervisor: Service, Sendable {
             child.lastExit = how
             child.backoff = now - child.started >= healthyAfter ? minBackoff : min(maxBackoff, child.backoff * 2)
             child.restartAt = now + child.backoff
-            logger.error("\(child.helper.name) (pid \(pid)) ended, \(how); starting it again in \(Int(child.backoff)) s")
+            logger.error(
+                "\(child.helper.name) (pid \(pid)) ended, \(how); starting it again in \(Int(child.backoff)) s")
             return
         }
         guard now >= child.restartAt else { return }
@@ -103,7 +104,8 @@ package final class HelperSupervisor: Service, Sendable {
             var code: Int32 = 0
             while csandbox_poll(pid, &code) == Int32(CSANDBOX_RUNNING) {
                 if monotonicSeconds() > deadline {
-                    logger.warning("\(children[index].helper.name) (pid \(pid)) did not stop within \(Int(stopTimeout)) s; killed")
+                    logger.warning(
+                        "\(children[index].helper.name) (pid \(pid)) did not stop within \(Int(stopTimeout)) s; killed")
                     _ = csandbox_kill(pid)
                 }
                 usleep(10_000)
@@ -113,6 +115,8 @@ package final class HelperSupervisor: Service, Sendable {
     }
 
     private static func record(_ child: Child) -> StatusFile.Contents.Helper {
-        .init(name: child.helper.name, pid: child.pid, running: child.pid != nil, restarts: child.restarts, lastExit: child.lastExit)
+        .init(
+            name: child.helper.name, pid: child.pid, running: child.pid != nil, restarts: child.restarts,
+            lastExit: child.lastExit)
     }
 }

@@ -1,8 +1,8 @@
-import WalkModel
-import Glibc
 import FoundationEssentials
+import Glibc
 import Logging
 import SystemIO
+import WalkModel
 
 /// A swift-log handler for a service run by systemd: each event goes to journald's native socket as one entry
 /// whose metadata are fields of their own (`walk` as `WALK`, so that `journalctl -u fieldlog WALK=…` selects
@@ -117,11 +117,13 @@ package struct JournaldLogHandler: LogHandler {
     /// (journald's own) or a digit, at most 64 characters; nil for a key that cannot be one, or that would
     /// stand for one of the fields every entry has.
     package static func fieldName(_ key: String) -> String? {
-        let name = String(String.UnicodeScalarView(key.uppercased().unicodeScalars.map {
-            ("A"..."Z").contains($0) || ("0"..."9").contains($0) ? $0 : "_"
-        }))
+        let name = String(
+            String.UnicodeScalarView(
+                key.uppercased().unicodeScalars.map {
+                    ("A"..."Z").contains($0) || ("0"..."9").contains($0) ? $0 : "_"
+                }))
         guard let first = name.unicodeScalars.first, ("A"..."Z").contains(first), name.utf8.count <= 64,
-              !["MESSAGE", "PRIORITY", "SYSLOG_IDENTIFIER"].contains(name)
+            !["MESSAGE", "PRIORITY", "SYSLOG_IDENTIFIER"].contains(name)
         else { return nil }
         return name
     }
@@ -139,8 +141,9 @@ package struct JournaldLogHandler: LogHandler {
         if let error = event.error { merged["error"] = "\(error)" }
         let message = event.message.description
         if let nativeSocket,
-           SystemdNotifier.sendDatagram(
-               Self.nativeEntry(level: event.level, label: label, message: message, metadata: merged), to: nativeSocket) == nil
+            SystemdNotifier.sendDatagram(
+                Self.nativeEntry(level: event.level, label: label, message: message, metadata: merged), to: nativeSocket
+            ) == nil
         {
             return
         }

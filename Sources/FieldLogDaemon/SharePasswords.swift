@@ -40,7 +40,8 @@ package struct SharePasswords {
             switch Self.read(path, what: "share password file") {
             case let .success((text, warning)):
                 // The first line; an empty file is none (the units' default credential is empty).
-                let line = text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }).first.map(String.init)
+                let line = text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }).first.map(
+                    String.init)
                 single = .success(line)
                 singleWarning = warning
             case let .failure(error):
@@ -92,8 +93,10 @@ package struct SharePasswords {
         do {
             let (bytes, readableByAll) = try FileIO.readSecret(path, maxBytes: maxBytes)
             return .success(
-                (String(decoding: bytes, as: UTF8.self),
-                 readableByAll ? "the \(what) \(path) is readable by every user of this device (chmod 600 it)" : nil))
+                (
+                    String(decoding: bytes, as: UTF8.self),
+                    readableByAll ? "the \(what) \(path) is readable by every user of this device (chmod 600 it)" : nil
+                ))
         } catch {
             return .failure(ShareError("cannot read the \(what) \(path): \(error.reason)"))
         }
@@ -110,7 +113,8 @@ package struct SharePasswords {
                 case let password = line[gap...].drop(while: { $0 == " " || $0 == "\t" }), !password.isEmpty,
                 line[..<gap].contains("://")
             else {
-                throw ShareError("the share credentials file \(path), line \(index + 1): not a URL, a space and a password")
+                throw ShareError(
+                    "the share credentials file \(path), line \(index + 1): not a URL, a space and a password")
             }
             let url = String(line[..<gap])
             guard passwords.updateValue(String(password), forKey: url) == nil else {

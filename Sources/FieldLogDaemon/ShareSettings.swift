@@ -63,7 +63,8 @@ package struct ShareSettings: Sendable, Equatable {
         }
         guard rejectedRetry.isFinite && rejectedRetry >= 1 && rejectedRetry <= ShareRetry.rejectedMax else {
             throw SettingsError(
-                key: "share-rejected-retry", "--share-rejected-retry must be 1 to \(Int(ShareRetry.rejectedMax)) seconds")
+                key: "share-rejected-retry",
+                "--share-rejected-retry must be 1 to \(Int(ShareRetry.rejectedMax)) seconds")
         }
     }
 
@@ -91,7 +92,8 @@ package struct ShareSettings: Sendable, Equatable {
                 faults[url] = error
             }
         }
-        let passwords = SharePasswords(credentialsFile: credentialsFile, passwordFile: passwordFile, environment: environment)
+        let passwords = SharePasswords(
+            credentialsFile: credentialsFile, passwordFile: passwordFile, environment: environment)
         // In the order given: a bad URL in its place, the others as the passwords set them up.
         var ready = passwords.targets(destinations)[...]
         return urls.map { url in faults[url].map { .unusable(url: url, reason: $0.message) } ?? ready.removeFirst() }

@@ -1,8 +1,8 @@
-import WalkModel
-import Glibc
 import FoundationEssentials
+import Glibc
 import Logging
 import Synchronization
+import WalkModel
 
 /// systemd's notify protocol (sd_notify(3)) without libsystemd: one datagram per message to the AF_UNIX
 /// socket named by `$NOTIFY_SOCKET` (a path, or with a leading '@' a name in the abstract namespace).

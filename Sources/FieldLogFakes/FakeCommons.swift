@@ -14,7 +14,8 @@ package final class FakeCommons: @unchecked Sendable {
         package var name: String
         package var mime = "image/jpeg"
         /// extmetadata values (HTML as Commons sends it); a nil value leaves the entry out.
-        package var artist: String? = #"<a href="//commons.wikimedia.org/wiki/User:Ann_Example" title="User:Ann Example">Ann Example</a>"#
+        package var artist: String? =
+            #"<a href="//commons.wikimedia.org/wiki/User:Ann_Example" title="User:Ann Example">Ann Example</a>"#
         package var license: String? = "CC BY-SA 4.0"
         package var licenseURL: String? = "https://creativecommons.org/licenses/by-sa/4.0"
         package var attributionRequired = "true"
@@ -32,7 +33,8 @@ package final class FakeCommons: @unchecked Sendable {
 
         package init(
             pageID: Int, latitude: Double, longitude: Double, name: String, mime: String = "image/jpeg",
-            artist: String? = #"<a href="//commons.wikimedia.org/wiki/User:Ann_Example" title="User:Ann Example">Ann Example</a>"#,
+            artist: String? =
+                #"<a href="//commons.wikimedia.org/wiki/User:Ann_Example" title="User:Ann Example">Ann Example</a>"#,
             license: String? = "CC BY-SA 4.0", licenseURL: String? = "https://creativecommons.org/licenses/by-sa/4.0",
             attributionRequired: String = "true", nonFree: String? = nil, objectName: String? = nil,
             taken: String? = "2019-05-04 10:21:33", size: Int = 2_483_110, width: Int = 4000, thumbURL: String? = nil,
@@ -127,7 +129,9 @@ package final class FakeCommons: @unchecked Sendable {
         if path.hasPrefix("/thumb/") || path.hasPrefix("/orig/") {
             let id = Int(path.split(separator: "/").dropFirst().first ?? "") ?? -1
             return lock.withLock {
-                guard let file = files.first(where: { $0.pageID == id }) else { return .whole(.notFound, contentType: "text/html", html) }
+                guard let file = files.first(where: { $0.pageID == id }) else {
+                    return .whole(.notFound, contentType: "text/html", html)
+                }
                 return .whole(.ok, contentType: file.mime, file.jpeg)
             }
         }
@@ -140,35 +144,52 @@ package final class FakeCommons: @unchecked Sendable {
         }
         switch fault {
         case let .maxlag(seconds):
-            return .whole(.ok, contentType: "application/json", json([
-                "error": ["code": "maxlag", "info": "Waiting for 10.64.48.35: 7 seconds lagged.", "host": "db1", "lag": 7, "type": "db"],
-                "servedby": "mw1",
-            ]), headers: [("Retry-After", String(seconds)), ("X-Database-Lag", "7")])
+            return .whole(
+                .ok, contentType: "application/json",
+                json([
+                    "error": [
+                        "code": "maxlag", "info": "Waiting for 10.64.48.35: 7 seconds lagged.", "host": "db1", "lag": 7,
+                        "type": "db",
+                    ],
+                    "servedby": "mw1",
+                ]), headers: [("Retry-After", String(seconds)), ("X-Database-Lag", "7")])
         case let .rateLimited(seconds):
             return .whole(.tooManyRequests, contentType: "text/html", html, headers: [("Retry-After", String(seconds))])
         case .serverError: return .whole(.serviceUnavailable, contentType: "text/html", html)
-        case .hugeErrorPage: return .whole(.serviceUnavailable, contentType: "text/html", html + Array(repeating: UInt8(ascii: " "), count: 1 << 20))
+        case .hugeErrorPage:
+            return .whole(
+                .serviceUnavailable, contentType: "text/html",
+                html + Array(repeating: UInt8(ascii: " "), count: 1 << 20))
         case .forbidden: return .whole(.forbidden, contentType: "text/html", html)
         case .hang: return .nothing
-        case .malformedJSON: return .whole(.ok, contentType: "application/json", Array(#"{"batchcomplete":true,"query":{"pages":[{"#.utf8))
+        case .malformedJSON:
+            return .whole(
+                .ok, contentType: "application/json", Array(#"{"batchcomplete":true,"query":{"pages":[{"#.utf8))
         case .endless: return .endless(UInt8(ascii: " "))
         case .none, .trickle, .huge: break
         }
-        let query = Dictionary((components?.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
+        let query = Dictionary(
+            (components?.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
         let point = (query["ggscoord"] ?? "").split(separator: "|").compactMap { Double($0) }
         guard query["action"] == "query", query["generator"] == "geosearch", query["ggsnamespace"] == "6",
             point.count == 2, let radius = query["ggsradius"].flatMap(Int.init)
         else {
-            return .whole(.ok, contentType: "application/json", json(["error": ["code": "invalid-coord", "info": "Invalid coordinate provided"]]))
+            return .whole(
+                .ok, contentType: "application/json",
+                json(["error": ["code": "invalid-coord", "info": "Invalid coordinate provided"]]))
         }
         guard (10...10_000).contains(radius) else {
-            return .whole(.ok, contentType: "application/json", json(["error": ["code": "outofrange", "info": "Invalid value \(radius) for ggsradius"]]))
+            return .whole(
+                .ok, contentType: "application/json",
+                json(["error": ["code": "outofrange", "info": "Invalid value \(radius) for ggsradius"]]))
         }
         let width = Int(query["iiurlwidth"] ?? "") ?? 0
         let answer = json(searchResult(lat: point[0], lon: point[1], radius: Double(radius), width: width))
         switch fault {
         case .trickle: return .trickle(answer)
-        case .huge: return .whole(.ok, contentType: "application/json", answer + Array(repeating: UInt8(ascii: " "), count: 5 << 20))
+        case .huge:
+            return .whole(
+                .ok, contentType: "application/json", answer + Array(repeating: UInt8(ascii: " "), count: 5 << 20))
         default: return .whole(.ok, contentType: "application/json", answer)
         }
     }
@@ -179,30 +200,40 @@ package final class FakeCommons: @unchecked Sendable {
             let found = files.map { ($0, Geodesy.distance(lat, lon, $0.latitude, $0.longitude)) }
                 .filter { $0.1 <= radius }.sorted { $0.1 < $1.1 }.prefix(50).sorted { $0.0.pageID > $1.0.pageID }
             let pages: [[String: Any]] = found.map { file, distance in
-                var coordinate: [String: Any] = ["lat": file.latitude, "lon": file.longitude, "primary": true, "globe": "earth", "dist": distance]
+                var coordinate: [String: Any] = [
+                    "lat": file.latitude, "lon": file.longitude, "primary": true, "globe": "earth", "dist": distance,
+                ]
                 if let type = file.coordinateType { coordinate["type"] = type }
                 if let dim = file.dim { coordinate["dim"] = dim }
                 var meta: [String: Any] = [:]
-                for (key, value) in [("Artist", file.artist), ("LicenseShortName", file.license), ("LicenseUrl", file.licenseURL),
-                                     ("AttributionRequired", file.attributionRequired), ("NonFree", file.nonFree),
-                                     ("ObjectName", file.objectName), ("DateTimeOriginal", file.taken), ("Restrictions", "")] {
+                for (key, value) in [
+                    ("Artist", file.artist), ("LicenseShortName", file.license), ("LicenseUrl", file.licenseURL),
+                    ("AttributionRequired", file.attributionRequired), ("NonFree", file.nonFree),
+                    ("ObjectName", file.objectName), ("DateTimeOriginal", file.taken), ("Restrictions", ""),
+                ] {
                     if let value { meta[key] = ["value": value, "source": "commons-desc-page"] }
                 }
-                let encoded = file.name.replacingOccurrences(of: " ", with: "_").addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? "x"
+                let encoded =
+                    file.name.replacingOccurrences(of: " ", with: "_").addingPercentEncoding(
+                        withAllowedCharacters: .urlPathAllowed) ?? "x"
                 let original = "\(scheme)://127.0.0.1:\(port)/orig/\(file.pageID)/\(encoded)"
                 // Commons serves the original as the thumbnail when it is not wider than asked for.
                 let isOwnThumbnail = file.width <= width
-                let thumb = file.thumbURL ?? (isOwnThumbnail ? original : thumbBase + "\(file.pageID)/\(width)px-\(encoded)")
+                let thumb =
+                    file.thumbURL ?? (isOwnThumbnail ? original : thumbBase + "\(file.pageID)/\(width)px-\(encoded)")
                 return [
                     "pageid": file.pageID, "ns": 6, "title": "File:" + file.name, "coordinates": [coordinate],
                     "imagerepository": "local",
-                    "imageinfo": [[
-                        "size": file.size, "width": file.width, "height": file.width * 3 / 4,
-                        "thumburl": thumb, "thumbwidth": min(width, file.width), "thumbheight": min(width, file.width) * 3 / 4,
-                        "url": original, "descriptionurl": "https://commons.wikimedia.org/wiki/File:" + encoded,
-                        "descriptionshorturl": "https://commons.wikimedia.org/w/index.php?curid=\(file.pageID)",
-                        "mime": file.mime, "extmetadata": meta,
-                    ]],
+                    "imageinfo": [
+                        [
+                            "size": file.size, "width": file.width, "height": file.width * 3 / 4,
+                            "thumburl": thumb, "thumbwidth": min(width, file.width),
+                            "thumbheight": min(width, file.width) * 3 / 4,
+                            "url": original, "descriptionurl": "https://commons.wikimedia.org/wiki/File:" + encoded,
+                            "descriptionshorturl": "https://commons.wikimedia.org/w/index.php?curid=\(file.pageID)",
+                            "mime": file.mime, "extmetadata": meta,
+                        ]
+                    ],
                 ]
             }
             return pages.isEmpty ? ["batchcomplete": true] : ["batchcomplete": true, "query": ["pages": pages]]

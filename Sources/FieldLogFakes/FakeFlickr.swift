@@ -23,7 +23,8 @@ package final class FakeFlickr: @unchecked Sendable {
 
         package init(
             id: String, latitude: Double, longitude: Double, title: String, owner: String = "12345678@N00",
-            ownerName: String = "Test Walker", license: Int = 4, taken: String? = nil, accuracy: Int = 16, context: Int = 0,
+            ownerName: String = "Test Walker", license: Int = 4, taken: String? = nil, accuracy: Int = 16,
+            context: Int = 0,
             jpeg: [UInt8]
         ) {
             self.id = id
@@ -134,18 +135,22 @@ package final class FakeFlickr: @unchecked Sendable {
                 switch imageFaults[id] {
                 case nil: return .whole(.ok, contentType: "image/jpeg", photo.jpeg)
                 case .notFound: return .whole(.notFound, contentType: "text/html", html)
-                case .truncated: return .whole(.ok, contentType: "image/jpeg", Array(photo.jpeg.prefix(photo.jpeg.count / 2)))
+                case .truncated:
+                    return .whole(.ok, contentType: "image/jpeg", Array(photo.jpeg.prefix(photo.jpeg.count / 2)))
                 case .corrupt:
                     var bytes = photo.jpeg
                     for index in stride(from: bytes.count / 3, to: bytes.count - 2, by: 7) { bytes[index] = 0xFF }
                     return .whole(.ok, contentType: "image/jpeg", bytes)
                 case .png:
-                    return .whole(.ok, contentType: "image/jpeg", [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 0, count: 64))
+                    return .whole(
+                        .ok, contentType: "image/jpeg",
+                        [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 0, count: 64))
                 case .html: return .whole(.ok, contentType: "image/jpeg", html)
                 case .bomb: return .whole(.ok, contentType: "image/jpeg", Self.decompressionBomb)
                 case .trickle: return .trickle(photo.jpeg)
                 case .endless: return .endless(UInt8(ascii: "x"))
-                case let .redirect(url): return .whole(.found, contentType: "text/html", html, headers: [("Location", url)])
+                case let .redirect(url):
+                    return .whole(.found, contentType: "text/html", html, headers: [("Location", url)])
                 }
             }
         }
@@ -156,27 +161,36 @@ package final class FakeFlickr: @unchecked Sendable {
         case .serverError: return .whole(.serviceUnavailable, contentType: "text/html", html)
         case .rateLimited: return .whole(.tooManyRequests, contentType: "text/html", html)
         case .hang: return .nothing
-        case .malformedJSON: return .whole(.ok, contentType: "application/json", Array(#"{"photos":{"page":1,"photo":[{"id":"#.utf8))
+        case .malformedJSON:
+            return .whole(.ok, contentType: "application/json", Array(#"{"photos":{"page":1,"photo":[{"id":"#.utf8))
         case let .statFail(code):
-            return .whole(.ok, contentType: "application/json", Array(#"{"stat":"fail","code":\#(code),"message":"Fake failure"}"#.utf8))
+            return .whole(
+                .ok, contentType: "application/json",
+                Array(#"{"stat":"fail","code":\#(code),"message":"Fake failure"}"#.utf8))
         case .endless: return .endless(UInt8(ascii: "x"))
         case let .redirect(url): return .whole(.found, contentType: "text/html", html, headers: [("Location", url)])
         case let .raw(text): return .whole(.ok, contentType: "application/json", Array(text.utf8))
         case .none, .trickle, .huge: break
         }
         guard query["api_key"] == Self.apiKey else {
-            return .whole(.ok, contentType: "application/json", Array(#"{"stat":"fail","code":100,"message":"Invalid API Key (Key has invalid format)"}"#.utf8))
+            return .whole(
+                .ok, contentType: "application/json",
+                Array(#"{"stat":"fail","code":100,"message":"Invalid API Key (Key has invalid format)"}"#.utf8))
         }
         guard query["method"] == "flickr.photos.search", let lat = query["lat"].flatMap(Double.init),
             let lon = query["lon"].flatMap(Double.init), let radius = query["radius"].flatMap(Double.init),
             query["min_taken_date"] != nil || query["min_upload_date"] != nil
         else {
-            return .whole(.ok, contentType: "application/json", Array(#"{"stat":"fail","code":3,"message":"Parameterless searches have been disabled"}"#.utf8))
+            return .whole(
+                .ok, contentType: "application/json",
+                Array(#"{"stat":"fail","code":3,"message":"Parameterless searches have been disabled"}"#.utf8))
         }
         let answer = searchResult(lat: lat, lon: lon, radiusKm: radius)
         switch fault {
         case .trickle: return .trickle(answer)
-        case .huge: return .whole(.ok, contentType: "application/json", answer + Array(repeating: UInt8(ascii: " "), count: 3 << 20))
+        case .huge:
+            return .whole(
+                .ok, contentType: "application/json", answer + Array(repeating: UInt8(ascii: " "), count: 3 << 20))
         default: return .whole(.ok, contentType: "application/json", answer)
         }
     }
@@ -188,17 +202,23 @@ package final class FakeFlickr: @unchecked Sendable {
                 .filter { $0.1 <= radiusKm * 1000 }
                 .sorted { $0.1 < $1.1 }
             func number(_ value: Double) -> Any { numbersAsStrings ? String(value) : value }
-            let list: [[String: Any]] = (crafted ?? []) + found.map { photo, _ in
-                let order = photos.firstIndex { $0.id == photo.id } ?? 0
-                let taken = photo.taken ?? "2024-05-18 \(String(format: "%02d:%02d", 9 + order / 6 % 14, order % 6 * 10)):00"
-                return [
-                    "id": photo.id, "owner": photo.owner, "secret": "abc123", "server": "65535", "farm": 66,
-                    "title": photo.title, "ispublic": 1, "license": numbersAsStrings ? String(photo.license) : photo.license,
-                    "ownername": photo.ownerName, "datetaken": taken, "context": photo.context,
-                    "latitude": number(photo.latitude), "longitude": number(photo.longitude), "accuracy": String(photo.accuracy),
-                    "url_z": imageBase + photo.id + ".jpg", "height_z": 480, "width_z": "640",
-                ]
-            }
+            let list: [[String: Any]] =
+                (crafted ?? [])
+                + found.map { photo, _ in
+                    let order = photos.firstIndex { $0.id == photo.id } ?? 0
+                    let taken =
+                        photo.taken
+                        ?? "2024-05-18 \(String(format: "%02d:%02d", 9 + order / 6 % 14, order % 6 * 10)):00"
+                    return [
+                        "id": photo.id, "owner": photo.owner, "secret": "abc123", "server": "65535", "farm": 66,
+                        "title": photo.title, "ispublic": 1,
+                        "license": numbersAsStrings ? String(photo.license) : photo.license,
+                        "ownername": photo.ownerName, "datetaken": taken, "context": photo.context,
+                        "latitude": number(photo.latitude), "longitude": number(photo.longitude),
+                        "accuracy": String(photo.accuracy),
+                        "url_z": imageBase + photo.id + ".jpg", "height_z": 480, "width_z": "640",
+                    ]
+                }
             let root: [String: Any] = [
                 "photos": [
                     "page": 1, "pages": list.isEmpty ? 0 : 1, "perpage": 100,
@@ -230,7 +250,10 @@ package final class FakeFlickr: @unchecked Sendable {
 
     /// A valid JPEG header claiming 60000 x 60000 pixels, and almost nothing after it.
     package static let decompressionBomb: [UInt8] = {
-        var bytes: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 0x4A, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00]
+        var bytes: [UInt8] = [
+            0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 0x4A, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x00, 0x00, 0x01, 0x00, 0x01,
+            0x00, 0x00,
+        ]
         // SOF0: 8-bit, 60000 x 60000, 1 component
         bytes += [0xFF, 0xC0, 0x00, 0x0B, 0x08, 0xEA, 0x60, 0xEA, 0x60, 0x01, 0x01, 0x11, 0x00]
         // DHT (a minimal DC table) and SOS, then a few bytes of scan data

@@ -22,8 +22,10 @@ package final class FakeGPSD: @unchecked Sendable {
     }
 
     package static let version = #"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}"#
-    package static let devices = #"{"class":"DEVICES","devices":[{"class":"DEVICE","path":"/dev/ttyACM0","driver":"u-blox","activated":"2026-05-18T08:59:00.000Z","flags":1,"native":1,"bps":9600,"parity":"N","stopbits":1,"cycle":1.00}]}"#
-    package static let watch = #"{"class":"WATCH","enable":true,"json":true,"nmea":false,"raw":0,"scaled":false,"timing":false,"split24":false,"pps":false}"#
+    package static let devices =
+        #"{"class":"DEVICES","devices":[{"class":"DEVICE","path":"/dev/ttyACM0","driver":"u-blox","activated":"2026-05-18T08:59:00.000Z","flags":1,"native":1,"bps":9600,"parity":"N","stopbits":1,"cycle":1.00}]}"#
+    package static let watch =
+        #"{"class":"WATCH","enable":true,"json":true,"nmea":false,"raw":0,"scaled":false,"timing":false,"split24":false,"pps":false}"#
 
     /// A TPV report as gpsd 3.22 writes it; nil fields are left out, as gpsd leaves out what it does not know.
     /// `speed` is written as given (`"1e308"`, `"1e999"`): JSON numbers that no Double formatting produces.
@@ -57,9 +59,14 @@ package final class FakeGPSD: @unchecked Sendable {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.pipeline.addHandler(Session {
-                    script(server.lock.withLock { server.count += 1; return server.count })
-                })
+                channel.pipeline.addHandler(
+                    Session {
+                        script(
+                            server.lock.withLock {
+                                server.count += 1
+                                return server.count
+                            })
+                    })
             }
             .bind(host: "127.0.0.1", port: 0).get()
         server.port = UInt16(channel.localAddress?.port ?? 0)

@@ -21,7 +21,8 @@ package final class LoopbackHTTPServer: Sendable {
 
     /// The checkout's Tests/Fixtures/tls (this file is Sources/FieldLogFakes/LoopbackHTTPServer.swift): the
     /// test certificate https is served with, and the CA that signed it (ca.pem).
-    package static let tlsFixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    package static let tlsFixtures =
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().path + "/Tests/Fixtures/tls"
 
     private let channel: any Channel
@@ -33,9 +34,15 @@ package final class LoopbackHTTPServer: Sendable {
     package static func start(
         port: Int = 0, tls: Bool = false, respond: @escaping @Sendable (HTTPRequestHead) -> Response
     ) async throws -> LoopbackHTTPServer {
-        let context = try tls ? NIOSSLContext(configuration: .makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(tlsFixtures + "/server.pem").map { .certificate($0) },
-            privateKey: .privateKey(try NIOSSLPrivateKey(file: tlsFixtures + "/server.key", format: .pem)))) : nil
+        let context =
+            try tls
+            ? NIOSSLContext(
+                configuration: .makeServerConfiguration(
+                    certificateChain: try NIOSSLCertificate.fromPEMFile(tlsFixtures + "/server.pem").map {
+                        .certificate($0)
+                    },
+                    privateKey: .privateKey(try NIOSSLPrivateKey(file: tlsFixtures + "/server.key", format: .pem))))
+            : nil
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
@@ -79,23 +86,31 @@ package final class LoopbackHTTPServer: Sendable {
                 headers.add(name: "Content-Type", value: contentType)
                 for (name, value) in extra { headers.add(name: name, value: value) }
                 headers.add(name: "Content-Length", value: String(body.count))
-                context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
+                context.write(
+                    wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))),
+                    promise: nil)
                 context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
                 context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             case let .trickle(bytes):
                 headers.add(name: "Content-Length", value: String(bytes.count))
-                context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil)
+                context.writeAndFlush(
+                    wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))),
+                    promise: nil)
                 drip(bytes[...], filler: 0, every: .seconds(1), context: context)
             case let .endless(filler):
                 headers.add(name: "Transfer-Encoding", value: "chunked")
-                context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))), promise: nil)
+                context.writeAndFlush(
+                    wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))),
+                    promise: nil)
                 drip(nil, filler: filler, every: .milliseconds(50), context: context)
             }
         }
 
         /// Sends one byte of `bytes` (or `filler`, endlessly, when nil) at each interval, until the bytes run out
         /// or the client leaves.
-        private func drip(_ bytes: ArraySlice<UInt8>?, filler: UInt8, every interval: TimeAmount, context: ChannelHandlerContext) {
+        private func drip(
+            _ bytes: ArraySlice<UInt8>?, filler: UInt8, every interval: TimeAmount, context: ChannelHandlerContext
+        ) {
             context.eventLoop.assumeIsolated().scheduleTask(in: interval) { [self] in
                 guard context.channel.isActive else { return }
                 if let bytes, bytes.isEmpty {

@@ -44,7 +44,9 @@ package final class FakeOwnTracksRecorder: @unchecked Sendable {
         thread.start()
     }
 
-    package var url: String { password == nil ? "http://127.0.0.1:\(port)/pub" : "http://\(user)@127.0.0.1:\(port)/pub" }
+    package var url: String {
+        password == nil ? "http://127.0.0.1:\(port)/pub" : "http://\(user)@127.0.0.1:\(port)/pub"
+    }
 
     package func setFault(_ fault: Fault) { state.withLock { $0.fault = fault } }
 
@@ -100,7 +102,8 @@ package final class FakeOwnTracksRecorder: @unchecked Sendable {
             var headers: [String: String] = [:]
             for line in lines {
                 guard let colon = line.firstIndex(of: ":") else { continue }
-                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                    in: .whitespaces)
             }
             let length = Int(headers["content-length"] ?? "0") ?? 0
             let bodyStart = headEnd!.upperBound
@@ -111,12 +114,16 @@ package final class FakeOwnTracksRecorder: @unchecked Sendable {
             }
             let body = buffer[bodyStart..<(bodyStart + length)]
             buffer = Data(buffer[(bodyStart + length)...])
-            let request = Request(path: requestLine.count > 1 ? String(requestLine[1]) : "", headers: headers, body: Data(body))
+            let request = Request(
+                path: requestLine.count > 1 ? String(requestLine[1]) : "", headers: headers, body: Data(body))
             let fault = state.withLock { state -> Fault in
                 state.seen += 1
                 if let authorization = headers["authorization"] {
-                    let decoded = authorization.hasPrefix("Basic ")
-                        ? Data(base64Encoded: String(authorization.dropFirst(6))).map { String(decoding: $0, as: UTF8.self) } : nil
+                    let decoded =
+                        authorization.hasPrefix("Basic ")
+                        ? Data(base64Encoded: String(authorization.dropFirst(6))).map {
+                            String(decoding: $0, as: UTF8.self)
+                        } : nil
                     state.authorizations.insert(decoded ?? authorization)
                 }
                 let fault = state.fault
@@ -157,8 +164,11 @@ package final class FakeOwnTracksRecorder: @unchecked Sendable {
         }
     }
 
-    private func respond(_ fd: Int32, _ status: String, body: String, type: String = "application/json", extra: String = "") {
-        let text = "HTTP/1.1 \(status)\r\nContent-Type: \(type)\r\nContent-Length: \(body.utf8.count)\r\n\(extra)\r\n\(body)"
+    private func respond(
+        _ fd: Int32, _ status: String, body: String, type: String = "application/json", extra: String = ""
+    ) {
+        let text =
+            "HTTP/1.1 \(status)\r\nContent-Type: \(type)\r\nContent-Length: \(body.utf8.count)\r\n\(extra)\r\n\(body)"
         _ = text.withCString { write(fd, $0, strlen($0)) }
     }
 }

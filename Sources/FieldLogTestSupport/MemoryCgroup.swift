@@ -9,7 +9,8 @@ package struct MemoryCgroup {
         guard access(root, W_OK) == 0 else { return nil }
         path = root + "/fieldlog-test-" + UUID().uuidString.prefix(8)
         guard mkdir(path, 0o755) == 0 else { return nil }
-        guard (try? "\(limit)".write(toFile: path + "/memory.limit_in_bytes", atomically: false, encoding: .utf8)) != nil
+        guard
+            (try? "\(limit)".write(toFile: path + "/memory.limit_in_bytes", atomically: false, encoding: .utf8)) != nil
         else {
             rmdir(path)
             return nil
@@ -26,7 +27,8 @@ package struct MemoryCgroup {
     }
 
     private func value(_ name: String) -> String? {
-        (try? String(contentsOfFile: path + "/" + name, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        (try? String(contentsOfFile: path + "/" + name, encoding: .utf8))?.trimmingCharacters(
+            in: .whitespacesAndNewlines)
     }
 
     package func remove() {

@@ -6,7 +6,8 @@ import Testing
 /// broker on 1883.
 package final class MosquittoBroker {
     package static let executable = "/usr/sbin/mosquitto"
-    package static let available = FileManager.default.isExecutableFile(atPath: executable)
+    package static let available =
+        FileManager.default.isExecutableFile(atPath: executable)
         && FileManager.default.isExecutableFile(atPath: "/usr/bin/mosquitto_sub")
         && FileManager.default.isExecutableFile(atPath: "/usr/bin/mosquitto_passwd")
         && FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")
@@ -21,7 +22,9 @@ package final class MosquittoBroker {
     private var child: Child?
 
     /// `tls`: the listener speaks TLS with a certificate for 127.0.0.1 signed by `caFile`.
-    package init(in directory: String, tls: Bool = false, persistence: Bool = true, port: UInt16 = Harness.freePort()) throws {
+    package init(
+        in directory: String, tls: Bool = false, persistence: Bool = true, port: UInt16 = Harness.freePort()
+    ) throws {
         self.directory = directory + "/broker-\(port)"
         self.port = port
         self.tls = tls
@@ -89,16 +92,33 @@ package final class MosquittoBroker {
 
     private func makeCertificates() throws {
         let d = directory
-        try run("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=fieldlog test CA",
-            "-keyout", d + "/ca.key", "-out", d + "/ca.pem"])
-        try run("/usr/bin/openssl", ["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
-            "-keyout", d + "/server.key", "-out", d + "/server.csr"])
-        try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(toFile: d + "/san.ext", atomically: true, encoding: .utf8)
-        try run("/usr/bin/openssl", ["x509", "-req", "-in", d + "/server.csr", "-CA", d + "/ca.pem", "-CAkey", d + "/ca.key",
-            "-CAcreateserial", "-days", "2", "-extfile", d + "/san.ext", "-out", d + "/server.pem"])
+        try run(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=fieldlog test CA",
+                "-keyout", d + "/ca.key", "-out", d + "/ca.pem",
+            ])
+        try run(
+            "/usr/bin/openssl",
+            [
+                "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+                "-keyout", d + "/server.key", "-out", d + "/server.csr",
+            ])
+        try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(
+            toFile: d + "/san.ext", atomically: true, encoding: .utf8)
+        try run(
+            "/usr/bin/openssl",
+            [
+                "x509", "-req", "-in", d + "/server.csr", "-CA", d + "/ca.pem", "-CAkey", d + "/ca.key",
+                "-CAcreateserial", "-days", "2", "-extfile", d + "/san.ext", "-out", d + "/server.pem",
+            ])
         // A second CA that signed nothing here: trusting it must not make the broker's certificate verify.
-        try run("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=other CA",
-            "-keyout", d + "/other-ca.key", "-out", d + "/other-ca.pem"])
+        try run(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=other CA",
+                "-keyout", d + "/other-ca.key", "-out", d + "/other-ca.pem",
+            ])
     }
 
     @discardableResult
@@ -136,11 +156,15 @@ package final class MosquittoSubscriber {
 
     package init(broker: MosquittoBroker, topic: String = "owntracks/#", in directory: String) async throws {
         output = directory + "/sub-\(broker.port)-\(UUID().uuidString.prefix(6)).txt"
-        var arguments = ["-h", "127.0.0.1", "-p", String(broker.port), "-u", MosquittoBroker.user, "-P", MosquittoBroker.password,
-            "-t", topic, "-q", "1", "-c", "-i", "fieldlog-test-sub", "-F", "%t\t%p"]
+        var arguments = [
+            "-h", "127.0.0.1", "-p", String(broker.port), "-u", MosquittoBroker.user, "-P", MosquittoBroker.password,
+            "-t", topic, "-q", "1", "-c", "-i", "fieldlog-test-sub", "-F", "%t\t%p",
+        ]
         if broker.tls { arguments += ["--cafile", broker.caFile] }
         // Through a shell, for an output file it flushes line by line (stdbuf).
-        let command = "exec stdbuf -oL /usr/bin/mosquitto_sub " + arguments.map { "'\($0)'" }.joined(separator: " ") + " >> '\(output)'"
+        let command =
+            "exec stdbuf -oL /usr/bin/mosquitto_sub " + arguments.map { "'\($0)'" }.joined(separator: " ")
+            + " >> '\(output)'"
         child = try Child("/bin/sh", ["-c", command], in: directory)
         // Subscribed once it has connected: wait for the broker to see it (a retained probe comes back).
         try await Task.sleep(for: .milliseconds(500))
@@ -151,7 +175,8 @@ package final class MosquittoSubscriber {
         let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
             guard let tab = line.firstIndex(of: "\t"),
-                let object = try? JSONSerialization.jsonObject(with: Data(line[line.index(after: tab)...].utf8)) as? [String: Any]
+                let object = try? JSONSerialization.jsonObject(with: Data(line[line.index(after: tab)...].utf8))
+                    as? [String: Any]
             else { return nil }
             return (String(line[..<tab]), object)
         }

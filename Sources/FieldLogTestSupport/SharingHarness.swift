@@ -1,10 +1,10 @@
 import Foundation
-import Testing
-import WalkSimulation
 import Sharing
 import SystemIO
+import Testing
 import WalkJournal
 import WalkModel
+import WalkSimulation
 
 /// What a shared walk should have produced and what a subscriber got, compared.
 package enum SharingHarness {
@@ -79,14 +79,19 @@ package enum SharingHarness {
         }
         let expectedSet = Set(expected)
         return Comparison(
-            missing: expected.filter { !seen.contains($0) }, unexpected: firstArrivals.filter { !expectedSet.contains($0) },
-            outOfOrder: firstArrivals.filter(expectedSet.contains) != expected.filter(seen.contains), duplicates: duplicates,
+            missing: expected.filter { !seen.contains($0) },
+            unexpected: firstArrivals.filter { !expectedSet.contains($0) },
+            outOfOrder: firstArrivals.filter(expectedSet.contains) != expected.filter(seen.contains),
+            duplicates: duplicates,
             mostCopies: copies.values.max() ?? 0)
     }
 
     /// The acknowledged position a destination's state file holds.
     package static func cursor(state: String) -> ShareCursor? {
-        guard let name = try? FileManager.default.contentsOfDirectory(atPath: state).first(where: { $0.hasPrefix("share-") && $0.hasSuffix(".state") }),
+        guard
+            let name = try? FileManager.default.contentsOfDirectory(atPath: state).first(where: {
+                $0.hasPrefix("share-") && $0.hasSuffix(".state")
+            }),
             let data = FileManager.default.contents(atPath: state + "/" + name)
         else { return nil }
         return try? JSONDecoder().decode(ShareCursor.self, from: data)

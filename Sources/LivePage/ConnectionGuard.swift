@@ -1,8 +1,8 @@
+import Exports
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
 import Synchronization
-import Exports
 
 /// How many places (connections, event streams) each client address holds: a newcomer may take a place of the
 /// address holding the most only when it holds fewer itself, so that a client can only crowd out itself.
@@ -91,7 +91,9 @@ package final class ConnectionBoard: Sendable {
             return late.key
         }
         guard let shares = AddressShares(entries.values.map(\.address)) else { return nil }
-        if let fresh = waiting.filter({ $0.value.address == shares.heaviest }).min(by: { $0.value.since < $1.value.since }) {
+        if let fresh = waiting.filter({ $0.value.address == shares.heaviest }).min(by: {
+            $0.value.since < $1.value.since
+        }) {
             return fresh.key
         }
         guard shares.holdsFewer(address) else { return nil }
@@ -192,8 +194,9 @@ package final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandl
     private func admit(_ context: ChannelHandlerContext) {
         guard phase == .new else { return }
         guard let outbox = board.admit(context.channel) else {
-            refuse(context, .serviceUnavailable, "too many connections (\(board.limit)); try again later\n",
-                   extra: [.retryAfter: "10"])
+            refuse(
+                context, .serviceUnavailable, "too many connections (\(board.limit)); try again later\n",
+                extra: [.retryAfter: "10"])
             return
         }
         phase = .admitted
@@ -205,7 +208,8 @@ package final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandl
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard phase == .admitted else { return }  // a refused connection's input is dropped
         if case let .head(request) = unwrapInboundIn(data) {
-            let body = request.headerFields[.transferEncoding] != nil
+            let body =
+                request.headerFields[.transferEncoding] != nil
                 || request.headerFields[values: .contentLength].contains { $0 != "0" }
             if body {
                 if request.method == .get || request.method == .head {
@@ -270,12 +274,16 @@ package final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     private func startResponseDeadline(_ context: ChannelHandlerContext) {
-        responseDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: Self.responseTime) { context.close(promise: nil) }
+        responseDeadline = context.eventLoop.assumeIsolated().scheduleTask(in: Self.responseTime) {
+            context.close(promise: nil)
+        }
     }
 
     /// Answers `status` in place of the application, then ends the connection: output closed at once, input
     /// read and dropped for `linger`, then closed.
-    private func refuse(_ context: ChannelHandlerContext, _ status: HTTPResponse.Status, _ text: String, extra: HTTPFields = [:]) {
+    private func refuse(
+        _ context: ChannelHandlerContext, _ status: HTTPResponse.Status, _ text: String, extra: HTTPFields = [:]
+    ) {
         phase = .refused
         board.remove(context.channel)
         cancelDeadlines()

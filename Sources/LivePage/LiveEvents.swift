@@ -98,7 +98,9 @@ package final class LiveEvents: Sendable {
 
     /// The oldest stream of the address holding the most, if `client` holds fewer.
     private static func replaceable(in subscribers: [Int: Subscriber], by client: String) -> Int? {
-        guard let shares = AddressShares(subscribers.values.map(\.client)), shares.holdsFewer(client) else { return nil }
+        guard let shares = AddressShares(subscribers.values.map(\.client)), shares.holdsFewer(client) else {
+            return nil
+        }
         return subscribers.filter { $0.value.client == shares.heaviest }.keys.min()
     }
 
@@ -141,8 +143,10 @@ package final class LiveEvents: Sendable {
         var (messages, summary) = walk.takeChanges { update, view -> ([String], String?) in
             if update.replaced { return ([walkEvent(update.walkID)], nil) }
             guard let view else { return ([], nil) }
-            return (update.changes.map { cardEvent($0.kind, milestone: $0.milestone, seq: $0.seq, view: view) },
-                    statusDue ? HTMLExport.summary(view.log) : nil)
+            return (
+                update.changes.map { cardEvent($0.kind, milestone: $0.milestone, seq: $0.seq, view: view) },
+                statusDue ? HTMLExport.summary(view.log) : nil
+            )
         }
         let slow = state.withLock { state in
             if statusDue {
@@ -199,7 +203,8 @@ package final class LiveEvents: Sendable {
         out.append(",\"seq\":")
         out.append(seq)
         out.append(",\"html\":")
-        out.appendJSONString(String(decoding: HTMLExport.card(milestone, log: view.log, isCached: isCached), as: UTF8.self))
+        out.appendJSONString(
+            String(decoding: HTMLExport.card(milestone, log: view.log, isCached: isCached), as: UTF8.self))
         out.append("}\n\n")
         return String(decoding: out.bytes, as: UTF8.self)
     }

@@ -64,7 +64,10 @@ package final class LiveWalk: Sendable {
     package func look<Result>(_ body: (LiveWalkView?) -> Result) -> Result {
         state.withLock { state in
             refresh(&state)
-            return body(state.followed.map { LiveWalkView(log: $0.log, seq: $0.seq, changed: $0.changed, length: $0.follower.offset) })
+            return body(
+                state.followed.map {
+                    LiveWalkView(log: $0.log, seq: $0.seq, changed: $0.changed, length: $0.follower.offset)
+                })
         }
     }
 
@@ -73,7 +76,9 @@ package final class LiveWalk: Sendable {
     package func takeChanges<Result>(_ body: (Update, LiveWalkView?) -> Result) -> Result {
         state.withLock { state in
             refresh(&state)
-            let view = state.followed.map { LiveWalkView(log: $0.log, seq: $0.seq, changed: $0.changed, length: $0.follower.offset) }
+            let view = state.followed.map {
+                LiveWalkView(log: $0.log, seq: $0.seq, changed: $0.changed, length: $0.follower.offset)
+            }
             let update = Update(
                 walkID: view?.log.id, replaced: state.replaced,
                 changes: state.replaced ? [] : view?.changes(after: state.taken) ?? [])

@@ -1,10 +1,10 @@
+import Exports
 import Glibc
-import SystemIO
-import NIOPosix
 import HummingbirdCore
 import NIOCore
+import NIOPosix
 import Synchronization
-import Exports
+import SystemIO
 
 /// Answers are written a chunk at a time, each once the socket has taken enough of the last (`Outbox`): a
 /// client that does not read holds a chunk or two, not the answer, and is cut off after

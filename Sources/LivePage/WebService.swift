@@ -82,8 +82,9 @@ package struct WebService: Service {
         // The page's one script (`Page/live.js`, embedded at build time); its Content-Security-Policy allows
         // scripts from this server only. Without it the page still works: it is the export, paged by links.
         router.get("live.js") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8", .cacheControl: "no-cache"],
-                     body: .init(byteBuffer: ByteBuffer(bytes: PackageResources.live_js)))
+            Response(
+                status: .ok, headers: [.contentType: "text/javascript; charset=utf-8", .cacheControl: "no-cache"],
+                body: .init(byteBuffer: ByteBuffer(bytes: PackageResources.live_js)))
         }
         router.get("events") { request, context in eventStream(request, client: context.client) }
         // Explicit, so that a HEAD does not take an event stream's place it would never give back.
@@ -105,7 +106,8 @@ package struct WebService: Service {
                 configuration: .init(
                     additionalChannelHandlers: [ConnectionGuard(board: board)],
                     idleTimeout: configuration.idleTimeout,
-                    httpDecoderConfiguration: .init(maxHeaderFieldSize: 8 << 10, maxHeaderListSize: 16 << 10, maxHeaderFieldCount: 64))
+                    httpDecoderConfiguration: .init(
+                        maxHeaderFieldSize: 8 << 10, maxHeaderListSize: 16 << 10, maxHeaderFieldCount: 64))
             ).buildServer(
                 configuration: .init(
                     address: .hostname(host, port: port),
@@ -117,7 +119,9 @@ package struct WebService: Service {
                     var response: Response
                     do {
                         response = try await responder.respond(
-                            to: request, context: PageContext(source: .init(channel: channel, logger: logger), outbox: board.outbox(for: channel)))
+                            to: request,
+                            context: PageContext(
+                                source: .init(channel: channel, logger: logger), outbox: board.outbox(for: channel)))
                     } catch let error as HTTPParserError {
                         throw error
                     } catch {
@@ -153,7 +157,8 @@ package struct WebService: Service {
                 live: .init(before: before, status: now.line(now: Date().timeIntervalSince1970), seq: view?.seq ?? 0))
         }
         return Response(
-            status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .chunked(ByteBuffer(bytes: bytes), through: outbox))
+            status: .ok, headers: [.contentType: "text/html; charset=utf-8"],
+            body: .chunked(ByteBuffer(bytes: bytes), through: outbox))
     }
 
     private func eventStream(_ request: Request, client: String) -> Response {
@@ -161,7 +166,9 @@ package struct WebService: Service {
         guard let stream = events.subscribe(since: since, client: client) else {
             return Response(
                 status: .serviceUnavailable, headers: [.contentType: "text/plain; charset=utf-8", .retryAfter: "10"],
-                body: .init(byteBuffer: ByteBuffer(string: "too many live pages open (\(events.maxSubscribers)); try again later\n")))
+                body: .init(
+                    byteBuffer: ByteBuffer(
+                        string: "too many live pages open (\(events.maxSubscribers)); try again later\n")))
         }
         return Response(
             status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-store"],
@@ -181,14 +188,18 @@ package struct WebService: Service {
         // The log is taken out of the walk's lock (a copy-on-write value) and rendered off the event loop: a
         // download never holds up the page, the event stream or other connections.
         let snapshot: (log: WalkLog, length: off_t)? = walk.look { view in view.map { ($0.log, $0.length) } }
-        let rendered: ResponseFile?? = if let snapshot {
-            .some(await exports.file(format, walk: snapshot.log.id, length: snapshot.length, cached: cached) { [thumbnails] sink in
-                try WalkExport.write(
-                    snapshot.log, as: format, isCached: { cached.contains($0) }, thumbnail: { thumbnails.read($0) }, to: sink)
-            })
-        } else {
-            nil
-        }
+        let rendered: ResponseFile?? =
+            if let snapshot {
+                .some(
+                    await exports.file(format, walk: snapshot.log.id, length: snapshot.length, cached: cached) {
+                        [thumbnails] sink in
+                        try WalkExport.write(
+                            snapshot.log, as: format, isCached: { cached.contains($0) },
+                            thumbnail: { thumbnails.read($0) }, to: sink)
+                    })
+            } else {
+                nil
+            }
         guard let rendered else {
             return Response(
                 status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
@@ -242,7 +253,9 @@ struct PageContext: RequestContext {
 
 /// GET and HEAD only (the security headers are added to every answer by `ConnectionGuard`).
 package struct ReadOnlyMiddleware<Context: RequestContext>: RouterMiddleware {
-    package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+    package func handle(
+        _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws
         -> Response
     {
         guard request.method == .get || request.method == .head else {
@@ -252,8 +265,9 @@ package struct ReadOnlyMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as any HTTPResponseError {
             // A plain status and nothing of the request echoed back.
-            return Response(status: error.status, headers: [.contentType: "text/plain; charset=utf-8"],
-                            body: .init(byteBuffer: ByteBuffer(string: "\(error.status.code) \(error.status.reasonPhrase)\n")))
+            return Response(
+                status: error.status, headers: [.contentType: "text/plain; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: "\(error.status.code) \(error.status.reasonPhrase)\n")))
         }
     }
 }

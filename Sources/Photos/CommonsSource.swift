@@ -60,12 +60,15 @@ package struct CommonsSource: PhotoSource {
     /// operator; a shared generic one gets blocked for everybody.
     package static func userAgent(version: String, contact: String?) -> String {
         let reach = contact.map { PlainText.fromHTML($0, limit: 200) }.flatMap { $0.isEmpty ? nil : $0 }
-        let printable = { (text: String) in String(text.unicodeScalars.filter { $0.value >= 32 && $0.value < 127 }.map(Character.init)) }
+        let printable = { (text: String) in
+            String(text.unicodeScalars.filter { $0.value >= 32 && $0.value < 127 }.map(Character.init))
+        }
         return "fieldlog/\(printable(version)) (\(printable(reach ?? "no contact configured")))"
     }
 
-
-    package func search(latitude: Double, longitude: Double, radius: Double) async throws(PhotoSourceError)
+    package func search(
+        latitude: Double, longitude: Double, radius: Double
+    ) async throws(PhotoSourceError)
         -> [PhotoCandidate]
     {
         let point = FlickrSource.decimal(latitude) + "|" + FlickrSource.decimal(longitude)
@@ -75,7 +78,10 @@ package struct CommonsSource: PhotoSource {
             ("generator", "geosearch"), ("ggscoord", point), ("ggsradius", String(metres)), ("ggsnamespace", "6"),
             ("ggslimit", String(Self.searchLimit)), ("ggsprimary", "all"),
             ("prop", "imageinfo|coordinates"), ("iiprop", "url|size|mime|extmetadata"), ("iiurlwidth", String(width)),
-            ("iiextmetadatafilter", "Artist|Attribution|LicenseShortName|LicenseUrl|AttributionRequired|NonFree|ObjectName|DateTimeOriginal"),
+            (
+                "iiextmetadatafilter",
+                "Artist|Attribution|LicenseShortName|LicenseUrl|AttributionRequired|NonFree|ObjectName|DateTimeOriginal"
+            ),
             ("coprimary", "all"), ("coprop", "type|name|dim"), ("colimit", "max"), ("maxlag", "5"),
         ]
         let answer = try await fetch(
@@ -107,7 +113,9 @@ package struct CommonsSource: PhotoSource {
 
     /// A search that fails is retried, whatever went wrong (a captive portal, a proxy, an answer too large);
     /// an image that fails for good is skipped.
-    private func fetch(_ url: String, what: String, isSearch: Bool, timeout: TimeAmount, limit: Int)
+    private func fetch(
+        _ url: String, what: String, isSearch: Bool, timeout: TimeAmount, limit: Int
+    )
         async throws(PhotoSourceError) -> Answer
     {
         await turn.begin()
@@ -142,7 +150,9 @@ package struct CommonsSource: PhotoSource {
     typealias Answer = HTTPFetch.Answer
 
     /// The candidates in a search's answer; `retryAfter` is the answer's header, already honoured.
-    package func decodeSearch(_ body: [UInt8], retryAfter: Double? = nil) async throws(PhotoSourceError) -> [PhotoCandidate] {
+    package func decodeSearch(
+        _ body: [UInt8], retryAfter: Double? = nil
+    ) async throws(PhotoSourceError) -> [PhotoCandidate] {
         guard let root = try? JSONDecoder().decode(CommonsAnswer.self, from: Data(body)) else {
             throw PhotoSourceError(.temporary, "Commons search: the answer is not JSON")
         }
@@ -164,15 +174,19 @@ package struct CommonsSource: PhotoSource {
         // The camera's position when the file states one (Commons' {{Location}}), else its primary one.
         let coordinates = (page.coordinates ?? []).filter { coordinate in
             guard let lat = coordinate.lat, let lon = coordinate.lon else { return false }
-            return abs(lat) <= 90 && abs(lon) <= 180 && (lat != 0 || lon != 0) && (coordinate.globe ?? "earth") == "earth"
+            return abs(lat) <= 90 && abs(lon) <= 180 && (lat != 0 || lon != 0)
+                && (coordinate.globe ?? "earth") == "earth"
         }
-        guard let position = coordinates.first(where: { $0.type == "camera" })
+        guard
+            let position = coordinates.first(where: { $0.type == "camera" })
                 ?? coordinates.first(where: { $0.primary == true }) ?? coordinates.first,
             let latitude = position.lat, let longitude = position.lon
         else { return nil }
         let info = page.imageinfo?.first
         let meta = { (key: String) -> String? in
-            info?.extmetadata?[key]?.value?.value?.string.map { PlainText.fromHTML($0) }.flatMap { $0.isEmpty ? nil : $0 }
+            info?.extmetadata?[key]?.value?.value?.string.map { PlainText.fromHTML($0) }.flatMap {
+                $0.isEmpty ? nil : $0
+            }
         }
         let name = PlainText.fromHTML(page.title ?? "")
         let fileName = name.hasPrefix("File:") ? String(name.dropFirst(5)) : name
@@ -184,10 +198,14 @@ package struct CommonsSource: PhotoSource {
             ownerID: artist.flatMap(Self.userName) ?? author ?? "", license: meta("LicenseShortName") ?? "",
             pageURL: info?.descriptionurl.flatMap { isWikimediaPage($0) ? $0 : nil }, latitude: latitude,
             longitude: longitude, imageURL: info?.thumburl ?? "", taken: meta("DateTimeOriginal").map(Self.taken))
-        candidate.licenseURL = meta("LicenseUrl").flatMap { $0.hasPrefix("https://") || $0.hasPrefix("http://") ? $0 : nil }
+        candidate.licenseURL = meta("LicenseUrl").flatMap {
+            $0.hasPrefix("https://") || $0.hasPrefix("http://") ? $0 : nil
+        }
         // An object's extent (`dim`) of kilometres is a place, not where the photo was taken.
         if let dim = position.dim?.double, dim >= 2_000 { candidate.accuracy = 11 }
-        candidate.skipReason = skipReason(info, candidate: candidate, author: author, attributionRequired: meta("AttributionRequired"), nonFree: meta("NonFree"))
+        candidate.skipReason = skipReason(
+            info, candidate: candidate, author: author, attributionRequired: meta("AttributionRequired"),
+            nonFree: meta("NonFree"))
         return candidate
     }
 
@@ -225,7 +243,9 @@ package struct CommonsSource: PhotoSource {
     /// `User:Name` from an Artist link to a user page (`//commons.wikimedia.org/wiki/User:Ann_Example`).
     static func userName(_ artistHTML: String) -> String? {
         guard let start = artistHTML.firstRange(of: "/wiki/User:") else { return nil }
-        let name = artistHTML[start.upperBound...].prefix { $0 != "\"" && $0 != "'" && $0 != "/" && $0 != "?" && $0 != "#" && $0 != ">" }
+        let name = artistHTML[start.upperBound...].prefix {
+            $0 != "\"" && $0 != "'" && $0 != "/" && $0 != "?" && $0 != "#" && $0 != ">"
+        }
         let plain = PlainText.fromHTML(String(name), limit: 80)
         return plain.isEmpty ? nil : "User:" + plain
     }
@@ -235,12 +255,14 @@ package struct CommonsSource: PhotoSource {
     static func taken(_ text: String) -> String {
         let scalars = Array(text.unicodeScalars.prefix(19))
         let digitsAt = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
-        guard scalars.count == 19, digitsAt.allSatisfy({ scalars[$0].properties.numericType != nil && scalars[$0].isASCII }),
+        guard scalars.count == 19,
+            digitsAt.allSatisfy({ scalars[$0].properties.numericType != nil && scalars[$0].isASCII }),
             [4, 7].allSatisfy({ scalars[$0] == "-" || scalars[$0] == ":" }), scalars[10] == " " || scalars[10] == "T",
             scalars[13] == ":", scalars[16] == ":"
         else { return String(text.prefix(60)) }
         var normalized = String(String.UnicodeScalarView(scalars))
-        normalized = String(normalized.prefix(4)) + "-" + normalized.dropFirst(5).prefix(2) + "-"
+        normalized =
+            String(normalized.prefix(4)) + "-" + normalized.dropFirst(5).prefix(2) + "-"
             + normalized.dropFirst(8).prefix(2) + " " + normalized.dropFirst(11)
         return normalized
     }

@@ -59,7 +59,6 @@ package struct FlickrSource: PhotoSource {
         preferredSizes = thumbnailSize <= 320 ? ["url_z", "url_n", "url_l"] : ["url_l", "url_z", "url_n"]
     }
 
-
     /// https from Flickr's static hosts, or from the endpoint's own host (a proxy or a test server): an
     /// answer must not send fieldlog to any other host, nor anywhere over plain http.
     private func isAcceptableImageURL(_ text: String) -> Bool {
@@ -76,7 +75,9 @@ package struct FlickrSource: PhotoSource {
         host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]"
     }
 
-    package func search(latitude: Double, longitude: Double, radius: Double) async throws(PhotoSourceError)
+    package func search(
+        latitude: Double, longitude: Double, radius: Double
+    ) async throws(PhotoSourceError)
         -> [PhotoCandidate]
     {
         // Flickr's radius is in km, above 0 and below 32.
@@ -93,9 +94,10 @@ package struct FlickrSource: PhotoSource {
         ]
         let body: [UInt8]
         do {
-            body = try await fetch(endpoint + "?" + Self.encode(query), what: "Flickr search",
-                                   timeout: timeout, limit: Self.searchBodyLimit)
-        } catch where error.kind == .permanent {
+            body = try await fetch(
+                endpoint + "?" + Self.encode(query), what: "Flickr search",
+                timeout: timeout, limit: Self.searchBodyLimit)
+        } catch  where error.kind == .permanent {
             // A search that fails is retried, whatever the status (a captive portal's redirect, a proxy's
             // 403): giving up would lose the milestone's photo, and only an image can be rejected.
             throw PhotoSourceError(.temporary, error.message)
@@ -107,7 +109,9 @@ package struct FlickrSource: PhotoSource {
         try await fetch(candidate.imageURL, what: "photo \(candidate.id)", timeout: timeout * 2, limit: limit)
     }
 
-    private func fetch(_ url: String, what: String, timeout: TimeAmount, limit: Int) async throws(PhotoSourceError)
+    private func fetch(
+        _ url: String, what: String, timeout: TimeAmount, limit: Int
+    ) async throws(PhotoSourceError)
         -> [UInt8]
     {
         await budget.acquire()

@@ -37,7 +37,9 @@ package enum HTTPFetch {
                     // Error pages are read too, so the connection can be reused; one too long to read does
                     // not change what the status says.
                     let page = try? await response.body.collect(upTo: 64 << 10)
-                    return Answer(status: response.status.code, body: page.map { Array($0.readableBytesView) } ?? [], retryAfter: retryAfter)
+                    return Answer(
+                        status: response.status.code, body: page.map { Array($0.readableBytesView) } ?? [],
+                        retryAfter: retryAfter)
                 }
                 let buffer = try await response.body.collect(upTo: limit)
                 return Answer(status: 200, body: Array(buffer.readableBytesView), retryAfter: retryAfter)
@@ -104,7 +106,8 @@ extension HTTPFetch.Failure {
     package func named(_ what: String, timeout: TimeAmount, limit: Int) -> PhotoSourceError {
         switch self {
         case .deadline:
-            return PhotoSourceError(.temporary, "\(what): no complete answer within \(timeout.nanoseconds / 1_000_000_000) s")
+            return PhotoSourceError(
+                .temporary, "\(what): no complete answer within \(timeout.nanoseconds / 1_000_000_000) s")
         case .tooLarge:
             return PhotoSourceError(.permanent, "\(what): response larger than \(limit) bytes")
         case .cancelled:

@@ -84,7 +84,9 @@ package actor LocalPhotoSource: PhotoSource {
     }
 
     /// Photos within `radius` metres, nearest first.
-    package func search(latitude: Double, longitude: Double, radius: Double) async throws(PhotoSourceError)
+    package func search(
+        latitude: Double, longitude: Double, radius: Double
+    ) async throws(PhotoSourceError)
         -> [PhotoCandidate]
     {
         guard latitude.isFinite, longitude.isFinite, radius.isFinite, radius >= 0 else { return [] }
@@ -152,7 +154,9 @@ package actor LocalPhotoSource: PhotoSource {
 
     // MARK: - Indexing
 
-    private static func index(_ directory: String, reader: ExifReading) throws(PhotoSourceError)
+    private static func index(
+        _ directory: String, reader: ExifReading
+    ) throws(PhotoSourceError)
         -> ([String: Photo], Scan)
     {
         guard let stream = opendir(directory) else {

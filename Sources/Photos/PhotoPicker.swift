@@ -29,14 +29,18 @@ package enum PhotoPicker {
     package static func rank(
         _ candidates: [PhotoCandidate], latitude: Double, longitude: Double, radius: Double, picks: WalkPicks
     ) -> [Choice] {
-        let usable = candidates.filter { $0.skipReason == nil && !picks.avoided.contains($0.id) && !picks.isNearDuplicate($0) }
-            .map { ($0, Geodesy.distance(latitude, longitude, $0.latitude, $0.longitude)) }
-            .filter { $0.1 <= radius }
+        let usable = candidates.filter {
+            $0.skipReason == nil && !picks.avoided.contains($0.id) && !picks.isNearDuplicate($0)
+        }
+        .map { ($0, Geodesy.distance(latitude, longitude, $0.latitude, $0.longitude)) }
+        .filter { $0.1 <= radius }
         let owners = Set(usable.map { $0.0.ownerID }).count
         let recent = Set(picks.recentOwners.suffix(recentOwnerCount))
         let ranked = usable.map { candidate, distance in
-            (candidate: candidate, distance: distance, fallback: isCoarse(candidate) || candidate.indoors,
-             repeated: recent.contains(candidate.ownerID))
+            (
+                candidate: candidate, distance: distance, fallback: isCoarse(candidate) || candidate.indoors,
+                repeated: recent.contains(candidate.ownerID)
+            )
         }.sorted { a, b in
             if a.fallback != b.fallback { return !a.fallback }
             if a.repeated != b.repeated { return !a.repeated }
@@ -55,9 +59,10 @@ package enum PhotoPicker {
             if !entry.repeated && !recent.isEmpty { what.append("by another owner") }
             let lead = rank == 0 ? what.joined(separator: " ") : "next best (\(what.joined(separator: " ")))"
             let reason = entry.fallback ? ": nothing better within \(Int(radius)) m" : ""
-            choices.append(Choice(
-                candidate: entry.candidate, distance: entry.distance, isFallback: entry.fallback,
-                why: "\(lead) \(of)\(reason)"))
+            choices.append(
+                Choice(
+                    candidate: entry.candidate, distance: entry.distance, isFallback: entry.fallback,
+                    why: "\(lead) \(of)\(reason)"))
         }
         return choices
     }

@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Glibc
-import NIOPosix
 import Logging
+import NIOPosix
 import ServiceLifecycle
 import Synchronization
 import SystemIO
@@ -127,7 +127,8 @@ package struct PhotoService: Service {
         let waiting = summaries.filter { $0.pendingPhotos > 0 }
         if !waiting.isEmpty {
             logger.info(
-                "\(waiting.reduce(0) { $0 + $1.pendingPhotos }) milestones of \(waiting.count) walks are waiting for a photo; the walk being recorded first")
+                "\(waiting.reduce(0) { $0 + $1.pendingPhotos }) milestones of \(waiting.count) walks are waiting for a photo; the walk being recorded first"
+            )
         }
         arrivals.put(.history(summaries))
     }
@@ -177,8 +178,11 @@ package struct PhotoService: Service {
             case let .serve(walkID, milestone):
                 item = Pending(walkID: walkID, milestone: milestone)
             }
-            let start = Attempt(picks: queue.walks[item.walkID]?.picks ?? WalkPicks(), sources: usable, attempted: attempted)
-            guard let outcome = item.walkID == current ? await attempt(item, start) : await attemptInBackground(item, start)
+            let start = Attempt(
+                picks: queue.walks[item.walkID]?.picks ?? WalkPicks(), sources: usable, attempted: attempted)
+            guard
+                let outcome = item.walkID == current
+                    ? await attempt(item, start) : await attemptInBackground(item, start)
             else { continue }  // the walk being recorded has a new milestone: it goes first
             usable = outcome.sources
             attempted = outcome.attempted
@@ -206,13 +210,17 @@ package struct PhotoService: Service {
                     logger.warning(
                         "photo for milestone \(item.milestone.index) pending: \(error); retrying with backoff",
                         metadata: ["walk": "\(item.walkID)", "milestone": "\(item.milestone.index)"])
-                    journal.note(.error, message: "photo for milestone \(item.milestone.index) pending, retrying: \(error)", toWalk: item.walkID)
+                    journal.note(
+                        .error, message: "photo for milestone \(item.milestone.index) pending, retrying: \(error)",
+                        toWalk: item.walkID)
                     failing = true
                 }
                 // Full jitter, so many devices coming back online do not retry in step.
                 let delay = Double.random(in: backoff / 2...backoff)
-                activity.set(.backingOff(
-                    milestone: item.milestone.index, reason: "\(error)", retry: Date().timeIntervalSince1970 + delay))
+                activity.set(
+                    .backingOff(
+                        milestone: item.milestone.index, reason: "\(error)", retry: Date().timeIntervalSince1970 + delay
+                    ))
                 await pause(seconds: delay, unlessNewerThan: item.walkID == current ? nil : item.walkID)
                 backoff = min(backoff * 2, maxBackoff)
             }
@@ -232,7 +240,8 @@ package struct PhotoService: Service {
         var attempt = start
         do {
             attempt.result = .success(
-                try await photo(for: item, picks: &attempt.picks, sources: &attempt.sources, attempted: &attempt.attempted))
+                try await photo(
+                    for: item, picks: &attempt.picks, sources: &attempt.sources, attempted: &attempt.attempted))
         } catch {
             attempt.result = .failure(error)
         }
@@ -283,7 +292,8 @@ package struct PhotoService: Service {
     /// source that turns out unusable is dropped from `sources`, with one log line and a journal event;
     /// when none is left, the last one's error is thrown.
     private func photo(
-        for item: Pending, picks: inout WalkPicks, sources: inout [PhotoSourceChain.Member], attempted: inout Set<String>
+        for item: Pending, picks: inout WalkPicks, sources: inout [PhotoSourceChain.Member],
+        attempted: inout Set<String>
     ) async throws -> MilestonePhoto {
         var searched: [String] = []
         var position = 0
@@ -296,7 +306,8 @@ package struct PhotoService: Service {
                 searched.append("none within \(Self.describe(member.maxRadius)) on \(member.name)")
                 position += 1
             } catch let error as PhotoSourceError where error.kind == .fatal {
-                logger.error("photo source \(member.name) unusable: \(error.message)", metadata: ["source": "\(member.name)"])
+                logger.error(
+                    "photo source \(member.name) unusable: \(error.message)", metadata: ["source": "\(member.name)"])
                 journal.note(.photoSourceUnavailable, message: "\(member.name): \(error.message)", toWalk: item.walkID)
                 sources.remove(at: position)
                 if sources.isEmpty { throw error }
@@ -334,7 +345,8 @@ package struct PhotoService: Service {
             let choices = PhotoPicker.rank(
                 found, latitude: milestone.latitude, longitude: milestone.longitude, radius: radius, picks: picks)
             let widened = radius >= Self.fallbackReach || radius == member.radii.last
-            for choice in choices where (!choice.isFallback || widened) && !picks.avoided.contains(choice.candidate.id) {
+            for choice in choices where (!choice.isFallback || widened) && !picks.avoided.contains(choice.candidate.id)
+            {
                 let candidate = choice.candidate
                 do {
                     activity.set(.downloading(milestone: milestone.index))
@@ -357,9 +369,11 @@ package struct PhotoService: Service {
                     record.why = choice.why + " within \(Self.describe(radius))"
                     return record
                 } catch let error as PhotoSourceError where error.kind == .permanent {
-                    reject(candidate, because: error.message, from: member.name, into: &picks.avoided, walkID: item.walkID)
+                    reject(
+                        candidate, because: error.message, from: member.name, into: &picks.avoided, walkID: item.walkID)
                 } catch let error as ThumbnailError {
-                    reject(candidate, because: error.message, from: member.name, into: &picks.avoided, walkID: item.walkID)
+                    reject(
+                        candidate, because: error.message, from: member.name, into: &picks.avoided, walkID: item.walkID)
                 }
             }
         }

@@ -32,7 +32,10 @@ package enum PhotoSourceChain {
             String($0.unicodeScalars.filter { !$0.properties.isWhitespace }.map(Character.init)).lowercased()
         }
         if let unknown = names.first(where: { !Self.names.contains($0) }) {
-            return (nil, "--photo-sources: \(unknown.isEmpty ? "an empty name" : "\"\(unknown)\"") is not one of flickr, commons, local, none")
+            return (
+                nil,
+                "--photo-sources: \(unknown.isEmpty ? "an empty name" : "\"\(unknown)\"") is not one of flickr, commons, local, none"
+            )
         }
         if Set(names).count != names.count { return (nil, "--photo-sources names a source twice") }
         if names.contains("none") {

@@ -38,11 +38,14 @@ package enum PlainText {
     }
 
     /// The character an entity after `&` stands for, and what follows its `;`.
-    private static func entity(_ scalars: Substring.UnicodeScalarView) -> (Unicode.Scalar, Substring.UnicodeScalarView)? {
+    private static func entity(_ scalars: Substring.UnicodeScalarView) -> (Unicode.Scalar, Substring.UnicodeScalarView)?
+    {
         guard let semicolon = scalars.prefix(12).firstIndex(of: ";") else { return nil }
         let name = String(scalars[..<semicolon])
         let rest = scalars[scalars.index(after: semicolon)...]
-        let named: [String: Unicode.Scalar] = ["amp": "&", "lt": "<", "gt": ">", "quot": "\"", "apos": "'", "nbsp": " "]
+        let named: [String: Unicode.Scalar] = [
+            "amp": "&", "lt": "<", "gt": ">", "quot": "\"", "apos": "'", "nbsp": " ",
+        ]
         if let scalar = named[name] { return (scalar, rest) }
         guard name.hasPrefix("#") else { return nil }
         let digits = name.dropFirst()

@@ -239,11 +239,14 @@ package struct DistanceEstimator: Sendable {
         // Whole chords only: over a second or two the positions' way is their noise.
         for sample in samples.filter({ $0.time > start.time && $0.time < end.time }) + [end] {
             if let track = sample.track {
-                course = (course.east + sin(track * .pi / 180), course.north + cos(track * .pi / 180), course.reports + 1)
+                course = (
+                    course.east + sin(track * .pi / 180), course.north + cos(track * .pi / 180), course.reports + 1
+                )
             }
             guard sample.time - from.time >= Self.chordSeconds else { continue }
             chords += 1
-            let way = Geodesy.displacement(from: (from.latitude, from.longitude), to: (sample.latitude, sample.longitude))
+            let way = Geodesy.displacement(
+                from: (from.latitude, from.longitude), to: (sample.latitude, sample.longitude))
             let wayLength = (way.east * way.east + way.north * way.north).squareRoot()
             let courseLength = (course.east * course.east + course.north * course.north).squareRoot()
             // Courses that agree: the sum of n random directions is about root n long, of n alike nearly n.

@@ -81,7 +81,8 @@ package final class GPSDReader: Sendable {
         func report(_ reason: String) throws {
             guard reason != reported else { return }
             logger.warning(
-                "gpsd at \(address): \(reason); retrying every \(configuration.maxBackoff) s at most", metadata: ["gpsd": "\(address)"])
+                "gpsd at \(address): \(reason); retrying every \(configuration.maxBackoff) s at most",
+                metadata: ["gpsd": "\(address)"])
             try emit(.disconnected(reason: reason))
             reported = reason
         }

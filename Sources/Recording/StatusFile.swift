@@ -151,7 +151,8 @@ package final class StatusFile: Sendable {
 
     package func noteFix(summary: WalkRecorder.Summary) {
         state.withLock { state in
-            let changed = state.contents.walk != summary.walkID || state.contents.milestones != summary.milestones
+            let changed =
+                state.contents.walk != summary.walkID || state.contents.milestones != summary.milestones
                 || state.contents.suspectFixes != summary.suspectFixes
             let storageChanged = Self.apply(summary, to: &state)
             writeIfDue(force: changed || storageChanged, state: &state)
@@ -197,7 +198,8 @@ package final class StatusFile: Sendable {
         let failing = summary.storage != nil
         let changed = failing != (state.contents.storage != nil)
         state.contents.storage = summary.storage.map {
-            Contents.Storage(since: $0.since, reason: $0.reason, heldRecords: $0.heldRecords, droppedFixes: $0.droppedFixes)
+            Contents.Storage(
+                since: $0.since, reason: $0.reason, heldRecords: $0.heldRecords, droppedFixes: $0.droppedFixes)
         }
         state.contents.walk = summary.walkID
         state.contents.distanceMetres = (summary.distance * 10).rounded() / 10
@@ -220,7 +222,9 @@ package final class StatusFile: Sendable {
         let descriptor = open(
             path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (state.length == nil ? O_TRUNC : 0), 0o644)
         guard descriptor >= 0 else {
-            if errno == ELOOP || errno == ENXIO { RefusedFiles.report(FileIOError(.write, path: path, reason: "not a regular file", number: errno)) }
+            if errno == ELOOP || errno == ENXIO {
+                RefusedFiles.report(FileIOError(.write, path: path, reason: "not a regular file", number: errno))
+            }
             return
         }
         defer { close(descriptor) }

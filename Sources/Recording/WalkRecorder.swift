@@ -81,7 +81,10 @@ package final class WalkRecorder: JournalPort {
         /// Fixes dropped this session for their accuracy, position, a jump or a time that did not advance.
         package var rejectedFixes = 0
 
-        package init(walkID: String? = nil, distance: Double, milestones: Int, lastFixTime: Double? = nil, storage: StorageTrouble? = nil, lastSuspectTime: Double? = nil) {
+        package init(
+            walkID: String? = nil, distance: Double, milestones: Int, lastFixTime: Double? = nil,
+            storage: StorageTrouble? = nil, lastSuspectTime: Double? = nil
+        ) {
             self.walkID = walkID
             self.distance = distance
             self.milestones = milestones
@@ -111,15 +114,20 @@ package final class WalkRecorder: JournalPort {
         if let latest = try store.walkIDs().last {
             let removed = try JournalFile.repairTornTail(path: store.path(for: latest))
             if removed > 0 {
-                logger.warning("repaired walk \(latest): removed a torn last line of \(removed) bytes", metadata: ["walk": "\(latest)"])
+                logger.warning(
+                    "repaired walk \(latest): removed a torn last line of \(removed) bytes",
+                    metadata: ["walk": "\(latest)"])
             }
             var restoration = WalkTracker.Restoration()
             let log = try store.read(latest) { restoration.add($0) }
             // The receiver's last good time: a fix before it, or far after it, is held until others confirm it.
             timeGuard = GPSTimeGuard(lastGoodTime: log.lastTime, idleGap: limits.idleGap)
             if !log.damagedLines.isEmpty {
-                let more = log.damagedLineCount > log.damagedLines.count ? " and \(log.damagedLineCount - log.damagedLines.count) more" : ""
-                logger.warning("walk \(latest): skipped damaged lines \(log.damagedLines)\(more)", metadata: ["walk": "\(latest)"])
+                let more =
+                    log.damagedLineCount > log.damagedLines.count
+                    ? " and \(log.damagedLineCount - log.damagedLines.count) more" : ""
+                logger.warning(
+                    "walk \(latest): skipped damaged lines \(log.damagedLines)\(more)", metadata: ["walk": "\(latest)"])
             }
             if log.isOpen, log.lastPoint != nil {
                 interrupted = (log, restoration)
@@ -201,7 +209,8 @@ package final class WalkRecorder: JournalPort {
             if core.writer.sync(now: true) { return true }
             if let trouble = core.writer.trouble {
                 core.logger.critical(
-                    "storage still failing at exit (\(trouble.reason)): \(trouble.heldRecords) journal records held in memory are lost")
+                    "storage still failing at exit (\(trouble.reason)): \(trouble.heldRecords) journal records held in memory are lost"
+                )
             }
             return false
         }
@@ -274,7 +283,8 @@ extension WalkRecorder.Core {
             noteSuspect(episode)
         }
         if let jump = outcome.jump {
-            let message = "GPS time moved from \(Timestamp.format(jump.from)) to \(Timestamp.format(jump.to)), "
+            let message =
+                "GPS time moved from \(Timestamp.format(jump.from)) to \(Timestamp.format(jump.to)), "
                 + "confirmed by \(jump.fixes) fixes in a row"
             logger.info("\(message)")
             journal(.timeJump, message: message)
@@ -292,7 +302,8 @@ extension WalkRecorder.Core {
         lastSuspectTime = formattable ? episode.firstTime : nil
         let noun = episode.dropped == 1 ? "fix" : "fixes"
         let first = formattable ? Timestamp.format(episode.firstTime) : String(episode.firstTime)
-        let message = "\(episode.dropped) \(noun) dropped for an implausible GPS time, from \(first) "
+        let message =
+            "\(episode.dropped) \(noun) dropped for an implausible GPS time, from \(first) "
             + "(\(episode.suspicion.rawValue))"
         logger.warning("\(message)")
         journal(.timeSuspect, message: message)
@@ -319,7 +330,9 @@ extension WalkRecorder.Core {
             case let .milestone(milestone):
                 writer.append(JournalCodec.encode(.milestone(milestone)), to: id)
                 sync()
-                logger.info("milestone \(milestone.index) at \(Int(milestone.distance)) m", metadata: ["walk": "\(id)", "milestone": "\(milestone.index)"])
+                logger.info(
+                    "milestone \(milestone.index) at \(Int(milestone.distance)) m",
+                    metadata: ["walk": "\(id)", "milestone": "\(milestone.index)"])
                 onMilestone?(milestone, id)
                 continue
             case let .rejected(_, reason):
@@ -340,7 +353,8 @@ extension WalkRecorder.Core {
             // A journal whose distance no walk could have (a speed of 1e308 once reached it) is not resumed as
             // truth: it is closed at the distance its own fixes give under today's rules.
             if let implausible = WalkTracker.implausibleDistance(of: log, limits: limits) {
-                let message = "not resumed: \(implausible.reason); closed at the \(Int(implausible.recomputed)) m its fixes give"
+                let message =
+                    "not resumed: \(implausible.reason); closed at the \(Int(implausible.recomputed)) m its fixes give"
                 logger.warning("walk \(log.id) \(message)", metadata: ["walk": "\(log.id)"])
                 let event = JournalEvent(kind: .error, time: last, wall: Date().timeIntervalSince1970, message: message)
                 writer.append(JournalCodec.encode(.event(event)), to: log.id)
@@ -350,14 +364,18 @@ extension WalkRecorder.Core {
                 let tracker = WalkTracker(limits: limits, restoring: restoration, milestones: log.milestones)
                 walk = WalkRecorder.OpenWalk(id: log.id, tracker: tracker)
                 writer.current = log.id
-                logger.info("resuming walk \(log.id) after \(Int(pause)) s at \(wholeMetres(log.distance)) m", metadata: ["walk": "\(log.id)"])
+                logger.info(
+                    "resuming walk \(log.id) after \(Int(pause)) s at \(wholeMetres(log.distance)) m",
+                    metadata: ["walk": "\(log.id)"])
                 journal(.resumed, message: "after \(Int(pause)) s")
                 writeEarlyEvents()
                 return
             } else {
                 writer.append(JournalCodec.encode(.walkEnd(time: last, distance: log.distance)), to: log.id)
                 sync()
-                logger.info("closed interrupted walk \(log.id) at \(wholeMetres(log.distance)) m", metadata: ["walk": "\(log.id)"])
+                logger.info(
+                    "closed interrupted walk \(log.id) at \(wholeMetres(log.distance)) m",
+                    metadata: ["walk": "\(log.id)"])
             }
         }
         let id = store.newWalkID(startingAt: fix.time)
@@ -382,7 +400,8 @@ extension WalkRecorder.Core {
         writer.append(
             JournalCodec.encode(.walkEnd(time: last.fix.time, distance: current.tracker.distance)), to: current.id)
         sync()
-        logger.info("walk \(current.id) ended at \(Int(current.tracker.distance)) m", metadata: ["walk": "\(current.id)"])
+        logger.info(
+            "walk \(current.id) ended at \(Int(current.tracker.distance)) m", metadata: ["walk": "\(current.id)"])
         walk = nil
         writer.current = nil
     }

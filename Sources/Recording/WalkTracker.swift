@@ -1,5 +1,5 @@
-import WalkModel
 import WalkJournal
+import WalkModel
 
 /// What a fix did to the walk, in the order it must be journaled.
 package enum WalkEvent: Sendable, Equatable {

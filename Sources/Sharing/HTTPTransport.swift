@@ -57,7 +57,8 @@ package final class HTTPTransport: ShareTransport, @unchecked Sendable {
         let host = destination.host.contains(":") ? "[\(destination.host)]" : destination.host
         let user = (destination.user ?? ShareDestination.defaultUser).lowercased()
         let separator = destination.path.contains("?") ? "&" : "?"
-        url = "\(destination.tls ? "https" : "http")://\(host):\(destination.port)\(destination.path)"
+        url =
+            "\(destination.tls ? "https" : "http")://\(host):\(destination.port)\(destination.path)"
             + "\(separator)u=\(Self.queryEscaped(user))&d=\(Self.queryEscaped(destination.device))"
     }
 
@@ -74,7 +75,8 @@ package final class HTTPTransport: ShareTransport, @unchecked Sendable {
     package func poll() -> ShareTransportPoll {
         state.withLock { state in
             defer { state.acknowledged = [] }
-            return ShareTransportPoll(acknowledged: state.acknowledged, connection: state.connection, error: state.error)
+            return ShareTransportPoll(
+                acknowledged: state.acknowledged, connection: state.connection, error: state.error)
         }
     }
 
@@ -163,7 +165,9 @@ package final class HTTPTransport: ShareTransport, @unchecked Sendable {
                     case 200...299:
                         let bytes = Array(body.readableBytesView)
                         return Self.isAcknowledgement(bytes)
-                            ? .acknowledged : .retry("HTTP \(code) without an OwnTracks answer (neither a JSON array nor an encrypted one)")
+                            ? .acknowledged
+                            : .retry(
+                                "HTTP \(code) without an OwnTracks answer (neither a JSON array nor an encrypted one)")
                     case 401, 403:
                         return .rejected("the server refused the credentials (HTTP \(code))")
                     default:

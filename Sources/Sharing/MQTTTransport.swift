@@ -45,7 +45,8 @@ package final class MQTTTransport: ShareTransport, @unchecked Sendable {
                                         will_topic: topic, will_payload: willPayload,
                                         keepalive: Int32(settings.keepalive), max_inflight: Int32(settings.window),
                                         backoff_min: settings.backoffMin, backoff_max: settings.backoffMax,
-                                        rejected_retry: settings.rejectedRetry, rejected_retry_max: ShareRetry.rejectedMax)
+                                        rejected_retry: settings.rejectedRetry,
+                                        rejected_retry_max: ShareRetry.rejectedMax)
                                     return cmqtt_start(&options, &error, error.count)
                                 }
                             }
@@ -55,7 +56,9 @@ package final class MQTTTransport: ShareTransport, @unchecked Sendable {
             }
         }
         guard let started else {
-            throw ShareError("\(destination.url): \(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))")
+            throw ShareError(
+                "\(destination.url): \(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))"
+            )
         }
         client = started
     }
@@ -92,13 +95,20 @@ package final class MQTTTransport: ShareTransport, @unchecked Sendable {
             case Int(CMQTT_REJECTED): .rejected
             default: .disconnected
             }
-        return ShareTransportPoll(acknowledged: acknowledged, connection: connection, error: error.isEmpty ? nil : error)
+        return ShareTransportPoll(
+            acknowledged: acknowledged, connection: connection, error: error.isEmpty ? nil : error)
     }
 
     private let stopped = Mutex(false)
 
     package func stop() async {
-        guard stopped.withLock({ let was = $0; $0 = true; return !was }) else { return }
+        guard
+            stopped.withLock({
+                let was = $0
+                $0 = true
+                return !was
+            })
+        else { return }
         cmqtt_stop(client)
     }
 

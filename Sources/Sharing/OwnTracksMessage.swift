@@ -20,7 +20,8 @@ package enum OwnTracksMessage {
         }
     }
 
-    package static func encode(_ content: ShareSelector.Content, options: Options, thumbnail: [UInt8]? = nil) -> [UInt8] {
+    package static func encode(_ content: ShareSelector.Content, options: Options, thumbnail: [UInt8]? = nil) -> [UInt8]
+    {
         var out = ByteWriter(capacity: thumbnail.map { $0.count * 4 / 3 + 600 } ?? 256)
         out.append("{\"_type\":\"location\"")
         let point: TrackPoint?

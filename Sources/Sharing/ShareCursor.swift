@@ -62,7 +62,10 @@ package struct ShareCursor: Codable, Sendable, Equatable {
         try FileIO.replace(directory + "/" + destination.stateFileName, with: bytes, durable: true)
     }
 
-    package init(url: String, device: String, walk: String? = nil, acknowledged: Int, lastTst: Int? = nil, lastWall: Double? = nil) {
+    package init(
+        url: String, device: String, walk: String? = nil, acknowledged: Int, lastTst: Int? = nil,
+        lastWall: Double? = nil
+    ) {
         self.url = url
         self.device = device
         self.walk = walk

@@ -100,7 +100,9 @@ package struct ShareDestination: Sendable, Hashable, CustomStringConvertible {
     /// refused off loopback whatever the password; plain mqtt:// only with one.
     package func requirePrivateLogin() throws(ShareError) {
         guard tls || Self.isLoopback(host) else {
-            throw ShareError("--share \(url): a password goes only over \(kind == .mqtt ? "mqtts" : "https")://, never in clear to another host")
+            throw ShareError(
+                "--share \(url): a password goes only over \(kind == .mqtt ? "mqtts" : "https")://, never in clear to another host"
+            )
         }
     }
 
@@ -148,7 +150,9 @@ package struct ShareDestination: Sendable, Hashable, CustomStringConvertible {
     package static func sanitizedDevice(_ name: String) -> String? {
         let kept = String(
             name.lowercased().unicodeScalars.map { scalar -> Character in
-                scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "-_.".unicodeScalars.contains(scalar))
+                scalar.isASCII
+                    && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)
+                        || "-_.".unicodeScalars.contains(scalar))
                     ? Character(scalar) : "-"
             })
         return kept.isEmpty || kept.count > 64 ? nil : kept

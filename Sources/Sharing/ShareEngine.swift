@@ -115,7 +115,8 @@ package final class ShareEngine {
                 cursor = ShareCursor(
                     url: destination.url, device: destination.device, walk: latest,
                     acknowledged: latest.map {
-                        Self.messageCount(walk: $0, store: store, every: settings.every, untilSessionOf: settings.recorderPid)
+                        Self.messageCount(
+                            walk: $0, store: store, every: settings.every, untilSessionOf: settings.recorderPid)
                     } ?? 0)
             case let .unusable(reason):
                 cursor = ShareCursor(url: destination.url, device: destination.device, acknowledged: 0)
@@ -154,7 +155,9 @@ package final class ShareEngine {
 
     /// How many messages a walk's journal gives so far (without what its end would still release).
     /// The messages walk `walk` holds, or, with `pid`, those it held when the recorder of that pid started its session.
-    package static func messageCount(walk: String, store: JournalStore, every: Double, untilSessionOf pid: Int32? = nil) -> Int {
+    package static func messageCount(
+        walk: String, store: JournalStore, every: Double, untilSessionOf pid: Int32? = nil
+    ) -> Int {
         count(walk: walk, store: store, every: every, untilSessionOf: pid, withEnd: false) ?? 0
     }
 
@@ -173,7 +176,9 @@ package final class ShareEngine {
         return "\(cursor.acknowledged) messages of walk \(walk) acknowledged, which has \(most)"
     }
 
-    private static func count(walk: String, store: JournalStore, every: Double, untilSessionOf pid: Int32?, withEnd: Bool) -> Int? {
+    private static func count(
+        walk: String, store: JournalStore, every: Double, untilSessionOf pid: Int32?, withEnd: Bool
+    ) -> Int? {
         var selector = ShareSelector(every: every)
         var count = 0
         var reached = false
@@ -181,7 +186,10 @@ package final class ShareEngine {
         do {
             try JournalReader(path: store.path(for: walk)).forEachRecord(lastLineToo: true) { record, _ in
                 guard let record else { return }
-                if case let .event(event) = record, event.kind == .sessionStart, marker != nil, event.message == marker { reached = true }
+                if case let .event(event) = record, event.kind == .sessionStart, marker != nil, event.message == marker
+                {
+                    reached = true
+                }
                 if !reached { count += selector.feed(record).count }
             }
         } catch {
@@ -304,8 +312,10 @@ package final class ShareEngine {
     private func readLines(of walk: String) -> [[UInt8]] {
         let fd: Int32
         do {
-            fd = try FileIO.openRegular(JournalStore.prefix + walk + JournalStore.suffix, in: store.directory, maxBytes: .max)
-                .descriptor
+            fd = try FileIO.openRegular(
+                JournalStore.prefix + walk + JournalStore.suffix, in: store.directory, maxBytes: .max
+            )
+            .descriptor
         } catch {
             return []
         }
@@ -375,7 +385,9 @@ package final class ShareEngine {
                 why = "no thumbnail of it in the cache"
             }
             if thumbnail == nil {
-                logger.notice("sharing \(destination.url): the photo of milestone \(milestone.index) goes without its image: \(why)")
+                logger.notice(
+                    "sharing \(destination.url): the photo of milestone \(milestone.index) goes without its image: \(why)"
+                )
             }
         }
         let options = OwnTracksMessage.Options(
@@ -429,7 +441,9 @@ package final class ShareEngine {
             if toldRejected {
                 logger.notice("sharing \(destination.url): the credentials are accepted again")
             } else if toldUnavailable {
-                logger.notice("sharing \(destination.url): reachable again; \(pending.count - pendingHead + inflight.count) messages waiting")
+                logger.notice(
+                    "sharing \(destination.url): reachable again; \(pending.count - pendingHead + inflight.count) messages waiting"
+                )
             } else if previous != .connected {
                 logger.info("sharing \(destination.url): connected")
             }
@@ -442,7 +456,8 @@ package final class ShareEngine {
             toldRejected = true
             let reason = poll.error ?? "credentials refused"
             logger.error(
-                "sharing \(destination.url): \(reason); asking again in \(ShareRetry.describe(settings.rejectedRetry)), then less and less often, up to every \(ShareRetry.describe(ShareRetry.rejectedMax)) (check its password)")
+                "sharing \(destination.url): \(reason); asking again in \(ShareRetry.describe(settings.rejectedRetry)), then less and less often, up to every \(ShareRetry.describe(ShareRetry.rejectedMax)) (check its password)"
+            )
             onEvent(.shareRejected, "\(destination.url): \(reason)")
         case .unusable:
             break
@@ -450,7 +465,9 @@ package final class ShareEngine {
             // Between two refusals the transport reconnects: that is no outage.
             if toldRejected { return }
             if previous == .connected {
-                logger.info("sharing \(destination.url): disconnected (\(poll.error ?? "connection lost")); the journal keeps what is waiting")
+                logger.info(
+                    "sharing \(destination.url): disconnected (\(poll.error ?? "connection lost")); the journal keeps what is waiting"
+                )
             }
             let since = disconnectedSince ?? now
             disconnectedSince = since

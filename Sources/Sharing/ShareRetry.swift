@@ -13,6 +13,7 @@ package enum ShareRetry {
 
     /// "60 s", "30 min".
     package static func describe(_ seconds: Double) -> String {
-        seconds >= 120 && seconds.truncatingRemainder(dividingBy: 60) == 0 ? "\(Int(seconds / 60)) min" : "\(Int(seconds.rounded())) s"
+        seconds >= 120 && seconds.truncatingRemainder(dividingBy: 60) == 0
+            ? "\(Int(seconds / 60)) min" : "\(Int(seconds.rounded())) s"
     }
 }

@@ -58,7 +58,8 @@ package final class ShareService: Service, Sendable {
         self.onEvent = onEvent
         current.withLock { statuses in
             statuses = settings.targets.map {
-                ShareStatus(destination: $0.url, connection: .connecting, waiting: 0, lastTst: nil, lastWall: nil, error: nil)
+                ShareStatus(
+                    destination: $0.url, connection: .connecting, waiting: 0, lastTst: nil, lastWall: nil, error: nil)
             }
         }
     }
@@ -86,11 +87,15 @@ package final class ShareService: Service, Sendable {
         var engines: [ShareEngine] = []
         var unusable: [Unusable] = []
         func leaveOut(_ url: String, _ reason: String) {
-            logger.error("sharing \(url): not set up: \(reason); the walk is recorded all the same", metadata: ["destination": "\(url)"])
+            logger.error(
+                "sharing \(url): not set up: \(reason); the walk is recorded all the same",
+                metadata: ["destination": "\(url)"])
             unusable.append(
                 Unusable(
                     position: engines.count + unusable.count,
-                    status: ShareStatus(destination: url, connection: .unusable, waiting: 0, lastTst: nil, lastWall: nil, error: reason)))
+                    status: ShareStatus(
+                        destination: url, connection: .unusable, waiting: 0, lastTst: nil, lastWall: nil, error: reason)
+                ))
         }
         for target in settings.targets {
             switch target {
@@ -112,7 +117,8 @@ package final class ShareService: Service, Sendable {
                         rejectedRetry: settings.rejectedRetry, recorderPid: settings.recorderPid),
                     logger: logger, onEvent: onEvent)
                 if let warning {
-                    logger.warning("sharing \(destination.url): \(warning)", metadata: ["destination": "\(destination.url)"])
+                    logger.warning(
+                        "sharing \(destination.url): \(warning)", metadata: ["destination": "\(destination.url)"])
                     engine.addNotice(warning)
                 }
                 engines.append(engine)
@@ -138,7 +144,9 @@ package final class ShareService: Service, Sendable {
         return statuses
     }
 
-    package static func transport(for destination: ShareDestination, password: String?, settings: Settings) throws(ShareError)
+    package static func transport(
+        for destination: ShareDestination, password: String?, settings: Settings
+    ) throws(ShareError)
         -> any ShareTransport
     {
         switch destination.kind {
@@ -146,11 +154,13 @@ package final class ShareService: Service, Sendable {
             return try MQTTTransport(
                 .init(
                     destination: destination, password: password, caFile: settings.caFile, tid: settings.tid,
-                    keepalive: settings.keepalive, backoffMax: settings.backoffMax, rejectedRetry: settings.rejectedRetry))
+                    keepalive: settings.keepalive, backoffMax: settings.backoffMax,
+                    rejectedRetry: settings.rejectedRetry))
         case .http:
             return try HTTPTransport(
                 .init(
-                    destination: destination, password: password, caFile: settings.caFile, backoffMax: settings.backoffMax,
+                    destination: destination, password: password, caFile: settings.caFile,
+                    backoffMax: settings.backoffMax,
                     rejectedRetry: settings.rejectedRetry))
         }
     }
@@ -167,9 +177,10 @@ package final class ShareService: Service, Sendable {
             current.withLock { $0 = statuses }
             let now = ShareEngine.monotonic()
             // At once when a connection changes, else at most every 2 s while messages come and go.
-            let changed = written.map { old in
-                old.count != statuses.count || zip(old, statuses).contains { $0.connection != $1.connection }
-            } ?? true
+            let changed =
+                written.map { old in
+                    old.count != statuses.count || zip(old, statuses).contains { $0.connection != $1.connection }
+                } ?? true
             if changed || (written != statuses && now - lastWrite >= 2) {
                 ShareStatusFile.write(statuses, directory: store.directory)
                 written = statuses
@@ -187,7 +198,9 @@ package final class ShareService: Service, Sendable {
         guard !busy else { return 0.02 }
         var pause = min(2.5, settings.every / 4)
         if engines.contains(where: { $0.isWaitingForAcknowledgement(now: now) }) { pause = min(pause, 0.05) }
-        if let due = engines.compactMap({ $0.secondsUntilNextSend(now: now) }).min() { pause = min(pause, max(due, 0.005)) }
+        if let due = engines.compactMap({ $0.secondsUntilNextSend(now: now) }).min() {
+            pause = min(pause, max(due, 0.005))
+        }
         return pause
     }
 
@@ -202,7 +215,8 @@ package final class ShareService: Service, Sendable {
         while !Task.isCancelled, ShareEngine.monotonic() < deadline,
             engines.contains(where: { !$0.isDrained && $0.currentStatus.connection == .connected })
         {
-            try? await sleepOnEventLoop(for: .nanoseconds(UInt64(pause(engines, busy: busy, now: ShareEngine.monotonic()) * 1e9)))
+            try? await sleepOnEventLoop(
+                for: .nanoseconds(UInt64(pause(engines, busy: busy, now: ShareEngine.monotonic()) * 1e9)))
             busy = false
             for engine in engines { busy = engine.turn() || busy }
         }
@@ -221,7 +235,9 @@ package final class ShareService: Service, Sendable {
         }
         // The last word of a sharing process that stops: nothing is connected any more.
         var statuses = statuses(engines, unusable)
-        for index in statuses.indices where statuses[index].connection != .unusable { statuses[index].connection = .disconnected }
+        for index in statuses.indices where statuses[index].connection != .unusable {
+            statuses[index].connection = .disconnected
+        }
         current.withLock { $0 = statuses }
         ShareStatusFile.write(statuses, directory: store.directory)
     }
@@ -243,7 +259,8 @@ package enum ShareOnce {
         let transport = try ShareService.transport(for: destination, password: password, settings: settings)
         let engine = ShareEngine(
             destination: destination, transport: transport, store: store,
-            settings: .init(every: settings.every, rate: settings.rate, tid: settings.tid, cacheDirectory: settings.cacheDirectory),
+            settings: .init(
+                every: settings.every, rate: settings.rate, tid: settings.tid, cacheDirectory: settings.cacheDirectory),
             logger: logger, onlyWalk: id, onEvent: { _, _ in })
         var lastProgress = ShareEngine.monotonic()
         var acknowledged = 0

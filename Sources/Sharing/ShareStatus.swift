@@ -1,7 +1,7 @@
-import WalkModel
 import FoundationEssentials
 import Glibc
 import SystemIO
+import WalkModel
 
 /// One destination as `fieldlog status` and the live page show it.
 package struct ShareStatus: Codable, Sendable, Equatable {
@@ -58,7 +58,9 @@ package enum ShareStatusFile {
     package static func write(_ destinations: [ShareStatus], directory: String) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard var bytes = try? Array(encoder.encode(Contents(pid: getpid(), destinations: destinations))) else { return }
+        guard var bytes = try? Array(encoder.encode(Contents(pid: getpid(), destinations: destinations))) else {
+            return
+        }
         bytes.append(UInt8(ascii: "\n"))
         // Best effort: status never stops the sharing, nor the recorder.
         try? FileIO.replace(directory + "/" + fileName, with: bytes, durable: false)

@@ -6,7 +6,9 @@ import Glibc
 package enum ChildProcess {
     /// Starts `arguments[0]` with `input`, `output` and `error` as its standard input, output and error, and no
     /// other descriptor of this process; returns its pid.
-    package static func spawn(_ arguments: [String], input: Int32, output: Int32, error: Int32) throws(ChildProcessError) -> pid_t {
+    package static func spawn(
+        _ arguments: [String], input: Int32, output: Int32, error: Int32
+    ) throws(ChildProcessError) -> pid_t {
         var pid: pid_t = 0
         let argv = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }

@@ -6,7 +6,8 @@ internal import NIOPosix
 /// task is cancelled first, as Task.sleep does.
 package func sleepOnEventLoop(for duration: Duration) async throws {
     let (seconds, attoseconds) = duration.components
-    let nanoseconds = max(0, seconds.multipliedReportingOverflow(by: 1_000_000_000).partialValue + attoseconds / 1_000_000_000)
+    let nanoseconds = max(
+        0, seconds.multipliedReportingOverflow(by: 1_000_000_000).partialValue + attoseconds / 1_000_000_000)
     let loop = MultiThreadedEventLoopGroup.singleton.any()
     let woken = loop.makePromise(of: Void.self)
     let timer = loop.scheduleTask(in: .nanoseconds(nanoseconds)) { woken.succeed() }

@@ -33,8 +33,12 @@ package enum FileIO {
         guard descriptor >= 0 else { throw FileIOError(.read, path: path, number: errno) }
         defer { close(descriptor) }
         var status = stat()
-        guard fstat(descriptor, &status) == 0 else { throw FileIOError(.read, path: path, reason: String(cString: strerror(errno))) }
-        guard status.st_size <= limit else { throw FileIOError(.read, path: path, reason: "\(status.st_size) bytes", number: EFBIG) }
+        guard fstat(descriptor, &status) == 0 else {
+            throw FileIOError(.read, path: path, reason: String(cString: strerror(errno)))
+        }
+        guard status.st_size <= limit else {
+            throw FileIOError(.read, path: path, reason: "\(status.st_size) bytes", number: EFBIG)
+        }
         var failure: Int32 = 0
         func fill(_ buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
             var filled = 0
@@ -53,7 +57,9 @@ package enum FileIO {
             let more = [UInt8](unsafeUninitializedCapacity: 1 << 16) { $1 = fill($0) }
             if more.isEmpty { break }
             bytes += more
-            if bytes.count > limit { throw FileIOError(.read, path: path, reason: "more than \(limit) bytes", number: EFBIG) }
+            if bytes.count > limit {
+                throw FileIOError(.read, path: path, reason: "more than \(limit) bytes", number: EFBIG)
+            }
         }
         if failure != 0 { throw FileIOError(.read, path: path, number: failure) }
         return bytes
@@ -63,7 +69,9 @@ package enum FileIO {
     /// file (not a link, followed nowhere: O_NOFOLLOW relative to the directory; not a FIFO or a device,
     /// which could block the opening or the reading for ever: O_NONBLOCK) of at most `maxBytes`. Returns the
     /// descriptor, which the caller closes, and the size.
-    package static func openRegular(_ name: String, in directory: String, maxBytes: Int) throws(FileIOError)
+    package static func openRegular(
+        _ name: String, in directory: String, maxBytes: Int
+    ) throws(FileIOError)
         -> (descriptor: Int32, size: Int)
     {
         let path = directory + "/" + name
@@ -73,7 +81,9 @@ package enum FileIO {
         let descriptor = openat(parent, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
         guard descriptor >= 0 else {
             let number = errno
-            throw FileIOError(.read, path: path, reason: number == ELOOP ? "a symbolic link" : String(cString: strerror(number)), number: number)
+            throw FileIOError(
+                .read, path: path, reason: number == ELOOP ? "a symbolic link" : String(cString: strerror(number)),
+                number: number)
         }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {
@@ -87,14 +97,17 @@ package enum FileIO {
         }
         guard status.st_size <= maxBytes else {
             close(descriptor)
-            throw FileIOError(.read, path: path, reason: "\(status.st_size) bytes, more than the \(maxBytes) it may hold", number: EFBIG)
+            throw FileIOError(
+                .read, path: path, reason: "\(status.st_size) bytes, more than the \(maxBytes) it may hold",
+                number: EFBIG)
         }
         return (descriptor, Int(status.st_size))
     }
 
     /// The contents of `name` in `directory` if it passes `openRegular`, read to its end but never past
     /// `maxBytes` (a file still growing stops there).
-    package static func readRegular(_ name: String, in directory: String, maxBytes: Int) throws(FileIOError) -> [UInt8] {
+    package static func readRegular(_ name: String, in directory: String, maxBytes: Int) throws(FileIOError) -> [UInt8]
+    {
         let (descriptor, size) = try openRegular(name, in: directory, maxBytes: maxBytes)
         defer { close(descriptor) }
         return try readToEnd(descriptor, size: size, maxBytes: maxBytes, path: directory + "/" + name)
@@ -102,7 +115,9 @@ package enum FileIO {
 
     /// A secret kept in a file (a password): `path` read as `readRegular` reads a file, and whether every user
     /// of the machine may read it too (its mode gives others read permission).
-    package static func readSecret(_ path: String, maxBytes: Int) throws(FileIOError) -> (bytes: [UInt8], readableByAll: Bool) {
+    package static func readSecret(
+        _ path: String, maxBytes: Int
+    ) throws(FileIOError) -> (bytes: [UInt8], readableByAll: Bool) {
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
@@ -113,7 +128,9 @@ package enum FileIO {
         return (try readToEnd(descriptor, size: size, maxBytes: maxBytes, path: path), status.st_mode & S_IROTH != 0)
     }
 
-    private static func readToEnd(_ descriptor: Int32, size: Int, maxBytes: Int, path: String) throws(FileIOError) -> [UInt8] {
+    private static func readToEnd(
+        _ descriptor: Int32, size: Int, maxBytes: Int, path: String
+    ) throws(FileIOError) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: min(maxBytes, size + (1 << 16)))
         var filled = 0
         while filled < bytes.count {

@@ -33,7 +33,9 @@ package final class MemoryFile {
         var bytes = [UInt8](repeating: 0, count: limit)
         var filled = 0
         while filled < limit {
-            let got = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + filled, limit - filled, off_t(filled)) }
+            let got = bytes.withUnsafeMutableBytes {
+                pread(descriptor, $0.baseAddress! + filled, limit - filled, off_t(filled))
+            }
             if got < 0 && errno == EINTR { continue }
             if got < 0 { throw PhotoWorkerError("cannot read a memory file: \(String(cString: strerror(errno)))") }
             if got == 0 { break }

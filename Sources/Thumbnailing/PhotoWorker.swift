@@ -1,6 +1,5 @@
 import CSandbox
 import FoundationEssentials
-
 import Glibc
 import SystemIO
 
@@ -55,11 +54,15 @@ package struct IsolatedThumbnailer: ThumbnailMaker {
             if state == Int32(CSANDBOX_SIGNALED) {
                 throw ThumbnailError(.crashed, "the decoder was killed by signal \(code) (\(Self.signalMeaning(code)))")
             }
-            if state < 0 { throw PhotoWorkerError("cannot wait for the photo worker: \(String(cString: strerror(-state)))") }
+            if state < 0 {
+                throw PhotoWorkerError("cannot wait for the photo worker: \(String(cString: strerror(-state)))")
+            }
             if clock.now >= deadline {
                 _ = csandbox_kill(pid)
                 // Reap it; SIGKILL cannot be ignored.
-                while csandbox_poll(pid, &code) == Int32(CSANDBOX_RUNNING) { try? await sleepOnEventLoop(for: .milliseconds(5)) }
+                while csandbox_poll(pid, &code) == Int32(CSANDBOX_RUNNING) {
+                    try? await sleepOnEventLoop(for: .milliseconds(5))
+                }
                 throw ThumbnailError(.crashed, "the decoder took longer than \(Int(limits.wallSeconds)) s")
             }
             // Cancellation (shutdown) must not leave the worker behind.
@@ -176,7 +179,8 @@ package enum PhotoWorker {
                 return Int32(errorBase) + Int32(ThumbnailError.Code.all.firstIndex(of: .internalError)!)
             }
             report(
-                "\(thumbnail.width) \(thumbnail.height) \(thumbnail.sourceWidth) \(thumbnail.sourceHeight) \(thumbnail.orientation)")
+                "\(thumbnail.width) \(thumbnail.height) \(thumbnail.sourceWidth) \(thumbnail.sourceHeight) \(thumbnail.orientation)"
+            )
             return 0
         } catch {
             report(error.message)
@@ -192,7 +196,9 @@ package enum PhotoWorker {
         guard limited == 0, let input = readStandardInput(limit: 16 << 20) else { return 1 }
         let encoder = JSONEncoder()
         for path in input.split(separator: 0, omittingEmptySubsequences: false) {
-            guard var line = try? encoder.encode(ExifRecord.read(String(decoding: path, as: UTF8.self))) else { return 1 }
+            guard var line = try? encoder.encode(ExifRecord.read(String(decoding: path, as: UTF8.self))) else {
+                return 1
+            }
             line.append(UInt8(ascii: "\n"))
             if FileIO.writeAll(line, to: STDOUT_FILENO) != nil { return 1 }
         }
@@ -200,11 +206,14 @@ package enum PhotoWorker {
     }
 
     /// Starts `arguments[0]` with `input`, `output` and `report` as its standard input, output and error.
-    package static func spawn(_ arguments: [String], input: MemoryFile, output: MemoryFile, report: MemoryFile)
+    package static func spawn(
+        _ arguments: [String], input: MemoryFile, output: MemoryFile, report: MemoryFile
+    )
         throws(PhotoWorkerError) -> pid_t
     {
         do {
-            return try ChildProcess.spawn(arguments, input: input.descriptor, output: output.descriptor, error: report.descriptor)
+            return try ChildProcess.spawn(
+                arguments, input: input.descriptor, output: output.descriptor, error: report.descriptor)
         } catch {
             throw PhotoWorkerError("cannot start the photo worker \(arguments[0]): \(error)")
         }

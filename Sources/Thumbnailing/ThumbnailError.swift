@@ -32,7 +32,8 @@ package struct ThumbnailError: Error, CustomStringConvertible, Sendable, Equatab
 
         /// Every code, in a fixed order: the photo worker's exit status is 10 + the position.
         package static let all: [Code] = [
-            .empty, .notJPEG, .truncated, .corrupt, .tooLarge, .tooManyScans, .unsupported, .outOfMemory, .internalError,
+            .empty, .notJPEG, .truncated, .corrupt, .tooLarge, .tooManyScans, .unsupported, .outOfMemory,
+            .internalError,
             .crashed,
         ]
 

@@ -69,8 +69,10 @@ package struct ThumbnailFiles: Sendable {
         var status = stat()
         guard fstatat(parent, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
         let reason =
-            status.st_mode & S_IFMT != S_IFREG ? "not a regular file"
-            : status.st_size > Self.maxBytes ? "\(status.st_size) bytes, more than the \(Self.maxBytes) it may hold" : nil
+            status.st_mode & S_IFMT != S_IFREG
+            ? "not a regular file"
+            : status.st_size > Self.maxBytes
+                ? "\(status.st_size) bytes, more than the \(Self.maxBytes) it may hold" : nil
         guard let reason else { return true }
         RefusedFiles.report(FileIOError(.read, path: directory + "/" + name, reason: reason, number: EINVAL))
         return false

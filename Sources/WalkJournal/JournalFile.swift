@@ -140,7 +140,9 @@ package final class JournalFile {
         var bytes = [UInt8](repeating: 0, count: Int(length))
         var done = 0
         while done < bytes.count {
-            let got = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, $0.count - done, off_t(done)) }
+            let got = bytes.withUnsafeMutableBytes {
+                pread(descriptor, $0.baseAddress! + done, $0.count - done, off_t(done))
+            }
             if got < 0 && errno == EINTR { continue }
             guard got > 0 else { throw JournalError(.cannotRead, path: path, errno: got < 0 ? errno : EIO) }
             done += got
@@ -210,7 +212,9 @@ package final class JournalFile {
         return try truncate(fd: fd, path: path, to: 0, from: size)
     }
 
-    private static func truncate(fd: Int32, path: String, to length: off_t, from size: off_t) throws(JournalError)
+    private static func truncate(
+        fd: Int32, path: String, to length: off_t, from size: off_t
+    ) throws(JournalError)
         -> Int
     {
         guard ftruncate(fd, length) == 0, fsync(fd) == 0 else {

@@ -63,7 +63,8 @@ package struct JournalReader {
                 buffer.deallocate()
                 buffer = grown
             }
-            let wanted = min(Self.chunkBytes, buffer.count - carried, Int(limit.map { $0 - position } ?? off_t(Self.chunkBytes)))
+            let wanted = min(
+                Self.chunkBytes, buffer.count - carried, Int(limit.map { $0 - position } ?? off_t(Self.chunkBytes)))
             let count = pread(descriptor, buffer.baseAddress! + carried, wanted, position)
             if count < 0 {
                 if errno == EINTR { continue }
@@ -109,7 +110,9 @@ package struct JournalReader {
         var bytes = [UInt8](repeating: 0, count: count)
         var filled = 0
         while filled < count {
-            let got = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + filled, count - filled, offset + off_t(filled)) }
+            let got = bytes.withUnsafeMutableBytes {
+                pread(descriptor, $0.baseAddress! + filled, count - filled, offset + off_t(filled))
+            }
             if got < 0 && errno == EINTR { continue }
             if got < 0 { throw FileIOError(.read, path: directory + "/" + name, number: errno) }
             if got == 0 { break }

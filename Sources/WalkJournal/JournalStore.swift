@@ -62,7 +62,8 @@ package struct JournalStore: Sendable {
         var status = stat()
         guard parent >= 0, fstatat(parent, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
         guard status.st_mode & S_IFMT != S_IFREG else { return true }
-        RefusedFiles.report(FileIOError(.read, path: directory + "/" + name, reason: "not a regular file", number: EINVAL))
+        RefusedFiles.report(
+            FileIOError(.read, path: directory + "/" + name, reason: "not a regular file", number: EINVAL))
         return false
     }
 

@@ -1,3 +1,4 @@
+import Glibc
 import Logging
 import WalkModel
 
@@ -108,7 +109,9 @@ package final class JournalWriter {
         if access(path, F_OK) == 0 {
             let removed = try JournalFile.repairTornTail(path: path)
             if removed > 0 {
-                logger.warning("repaired walk \(walk): removed a torn last line of \(removed) bytes", metadata: ["walk": "\(walk)"])
+                logger.warning(
+                    "repaired walk \(walk): removed a torn last line of \(removed) bytes", metadata: ["walk": "\(walk)"]
+                )
             }
         } else {
             // The state directory may have been removed while fieldlog ran.
@@ -127,7 +130,9 @@ package final class JournalWriter {
                     // Removed behind our back: its bytes are still in the open file; put them back.
                     try store.prepare()
                     try open.file.relink()
-                    logger.warning("walk \(walk)'s journal was removed while recording; written anew from memory", metadata: ["walk": "\(walk)"])
+                    logger.warning(
+                        "walk \(walk)'s journal was removed while recording; written anew from memory",
+                        metadata: ["walk": "\(walk)"])
                 }
                 if !open.unsynced.isEmpty {
                     try open.file.sync()
@@ -221,7 +226,10 @@ package final class JournalWriter {
         failing = nil
         let seconds = Int((wallClock() - trouble.since).rounded())
         var message = "after \(seconds) s; every held record written"
-        if trouble.droppedFixes > 0 { message = "after \(seconds) s; \(trouble.droppedFixes) fixes dropped (memory for held records full), every other record written" }
+        if trouble.droppedFixes > 0 {
+            message =
+                "after \(seconds) s; \(trouble.droppedFixes) fixes dropped (memory for held records full), every other record written"
+        }
         logger.notice("storage works again \(message)")
         guard let walk = current ?? files.keys.sorted().last else { return }
         let line = eventLine(.storageRecovered, message: message, wall: wallClock(), walk: walk)
@@ -242,5 +250,3 @@ package final class JournalWriter {
         return Line(walk: walk, bytes: bytes, isFix: false)
     }
 }
-
-import Glibc

@@ -38,7 +38,8 @@ package struct TrackOutline: Sendable {
 
     private func isFar(_ point: TrackPoint, from kept: TrackPoint) -> Bool {
         spacing == 0
-            || Geodesy.distance(point.fix.latitude, point.fix.longitude, kept.fix.latitude, kept.fix.longitude) >= spacing
+            || Geodesy.distance(point.fix.latitude, point.fix.longitude, kept.fix.latitude, kept.fix.longitude)
+                >= spacing
     }
 
     /// Keeps fewer points: twice the spacing (at least a metre), and once that passes the Earth's size, no

@@ -121,7 +121,8 @@ package enum WalkIndex {
                 summaries.append(summary)
                 continue
             }
-            summaries.append(try summary(of: id, in: store, from: known[id], size: Int64(status.st_size), modified: modified))
+            summaries.append(
+                try summary(of: id, in: store, from: known[id], size: Int64(status.st_size), modified: modified))
             changed = true
         }
         if save && (changed || known.count != summaries.count), let data = try? JSONEncoder().encode(summaries) {

@@ -139,7 +139,8 @@ package struct WalkLog: Sendable {
         case let .held(all):
             try all.forEach(body)
         case let .journal(path, length, lastLineToo):
-            let pass = try JournalReader(path: path).forEachRecord(limit: length, lastLineToo: lastLineToo) { record, _ in
+            let pass = try JournalReader(path: path).forEachRecord(limit: length, lastLineToo: lastLineToo) {
+                record, _ in
                 if case let .point(point) = record { try body(point) }
             }
             guard pass.end + off_t(pass.unfinished) >= length else {
@@ -174,7 +175,8 @@ package struct WalkLog: Sendable {
             var start = 0
             while start < bytes.count {
                 lineNumber += 1
-                let end = memchr(bytes.baseAddress! + start, Int32(UInt8(ascii: "\n")), bytes.count - start)
+                let end =
+                    memchr(bytes.baseAddress! + start, Int32(UInt8(ascii: "\n")), bytes.count - start)
                     .map { UnsafeRawPointer($0) - UnsafeRawPointer(bytes.baseAddress!) } ?? bytes.count
                 if end > start {
                     if let record = JournalCodec.decode(UnsafeBufferPointer(rebasing: bytes[start..<end])) {

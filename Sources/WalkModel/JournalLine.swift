@@ -43,7 +43,8 @@ package struct JournalLine: Codable {
     package var parsedTime: Double?
 
     package enum CodingKeys: String, CodingKey {
-        case type, walk, time, wall, lat, lon, alt, eph, mode, seg, dist, speed, track, index, gap, every, event, message
+        case type, walk, time, wall, lat, lon, alt, eph, mode, seg, dist, speed, track, index, gap, every, event,
+            message
         case status, source, photo, title, owner, license, page, url, taken, cache, radius, starred
         case ownerID = "owner_id"
         case licenseURL = "license_url", why

@@ -185,7 +185,8 @@ package struct JournalLineScanner {
 
     private enum Field: Int {
         case type, time, walk, wall, lat, lon, alt, anchor, eph, every, event, dist, gap, radius, mode, seg, index
-        case message, status, source, photo, title, owner, ownerID, license, page, url, taken, cache, speed, track, starred
+        case message, status, source, photo, title, owner, ownerID, license, page, url, taken, cache, speed, track,
+            starred
     }
 
     /// The field a key names, matched on its bytes; nil for unknown keys, whose lines go the slow way.
@@ -193,8 +194,13 @@ package struct JournalLineScanner {
         guard key.count >= 3 else { return nil }
         switch bytes[key.lowerBound] {
         case UInt8(ascii: "t"):
-            return matches(key, "type") ? .type : matches(key, "time") ? .time : matches(key, "track") ? .track
-                : matches(key, "title") ? .title : matches(key, "taken") ? .taken : nil
+            return matches(key, "type")
+                ? .type
+                : matches(key, "time")
+                    ? .time
+                    : matches(key, "track")
+                        ? .track
+                        : matches(key, "title") ? .title : matches(key, "taken") ? .taken : nil
         case UInt8(ascii: "w"): return matches(key, "walk") ? .walk : matches(key, "wall") ? .wall : nil
         case UInt8(ascii: "l"):
             return matches(key, "lat") ? .lat : matches(key, "lon") ? .lon : matches(key, "license") ? .license : nil
@@ -206,8 +212,13 @@ package struct JournalLineScanner {
         case UInt8(ascii: "r"): return matches(key, "radius") ? .radius : nil
         case UInt8(ascii: "m"): return matches(key, "mode") ? .mode : matches(key, "message") ? .message : nil
         case UInt8(ascii: "s"):
-            return matches(key, "seg") ? .seg : matches(key, "speed") ? .speed : matches(key, "status") ? .status
-                : matches(key, "source") ? .source : matches(key, "starred") ? .starred : nil
+            return matches(key, "seg")
+                ? .seg
+                : matches(key, "speed")
+                    ? .speed
+                    : matches(key, "status")
+                        ? .status
+                        : matches(key, "source") ? .source : matches(key, "starred") ? .starred : nil
         case UInt8(ascii: "i"): return matches(key, "index") ? .index : nil
         case UInt8(ascii: "p"): return matches(key, "photo") ? .photo : matches(key, "page") ? .page : nil
         case UInt8(ascii: "o"): return matches(key, "owner") ? .owner : matches(key, "owner_id") ? .ownerID : nil
@@ -232,7 +243,8 @@ package struct JournalLineScanner {
             line.type = type
             return true
         case .time:
-            guard case .string(let range) = value, let time = Timestamp.parse(UnsafeBufferPointer(rebasing: bytes[range]))
+            guard case .string(let range) = value,
+                let time = Timestamp.parse(UnsafeBufferPointer(rebasing: bytes[range]))
             else { return false }
             line.parsedTime = time
             return true

@@ -54,7 +54,9 @@ package enum Timestamp {
     }
 
     /// Years before 0 or after 9999, which no receiver reports but a corrupt journal line can hold.
-    private static func formatAnyYear(_ year: Int64, _ month: Int, _ day: Int, _ secondOfDay: Int, _ millis: Int) -> String {
+    private static func formatAnyYear(
+        _ year: Int64, _ month: Int, _ day: Int, _ secondOfDay: Int, _ millis: Int
+    ) -> String {
         var text = pad(Int(year), 4) + "-" + pad(month, 2) + "-" + pad(day, 2)
         text += "T" + pad(secondOfDay / 3600, 2) + ":" + pad(secondOfDay / 60 % 60, 2) + ":"
         text += pad(secondOfDay % 60, 2)

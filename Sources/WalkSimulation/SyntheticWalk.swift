@@ -146,7 +146,8 @@ package struct SyntheticWalk: Sendable {
             north += offset.metres * cos(offset.bearing * .pi / 180)
         }
         let spot = Geodesy.destination(
-            latitude, longitude, bearing: atan2(east, north) * 180 / .pi, distance: (east * east + north * north).squareRoot())
+            latitude, longitude, bearing: atan2(east, north) * 180 / .pi,
+            distance: (east * east + north * north).squareRoot())
         // The measured velocity: the true one plus an error, so never exactly zero.
         let velocityEast = speed * sin(heading * .pi / 180) + random.gaussian() * receiver.speedNoise
         let velocityNorth = speed * cos(heading * .pi / 180) + random.gaussian() * receiver.speedNoise
@@ -198,7 +199,8 @@ package struct SyntheticWalk: Sendable {
         let fixLongitude = longitude >= 0 ? lonDegrees : -lonDegrees
         var fixSpeed = knots.map { $0 * Self.metresPerSecondPerKnot }
         if fixSpeed == nil, let previous = fixes.last, time > previous.time {
-            fixSpeed = Geodesy.distance(previous.latitude, previous.longitude, fixLatitude, fixLongitude)
+            fixSpeed =
+                Geodesy.distance(previous.latitude, previous.longitude, fixLatitude, fixLongitude)
                 / (time - previous.time)
         }
         var fixTrack = roundedCourse

@@ -1,7 +1,7 @@
 import ArgumentParser
+import FieldLogDaemon
 import FoundationEssentials
 import Glibc
-import FieldLogDaemon
 
 /// `--config FILE`, for `fieldlog run` and the commands that read what it records.
 struct ConfigOption: ParsableArguments {
@@ -22,7 +22,10 @@ protocol ConfiguredCommand: ParsableCommand {
 /// fieldlog.conf put in front of a command line. For an option given twice the parser keeps the last
 /// value, so `fieldlog run --every 50` runs with 50 whatever the file says.
 enum ConfiguredArguments {
-    static let commands: [any ConfiguredCommand.Type] = [Run.self, Tail.self, Status.self, Walks.self, Export.self, Star.self, Unstar.self, Share.self, LivePageCommand.self, LiveShareCommand.self]
+    static let commands: [any ConfiguredCommand.Type] = [
+        Run.self, Tail.self, Status.self, Walks.self, Export.self, Star.self, Unstar.self, Share.self,
+        LivePageCommand.self, LiveShareCommand.self,
+    ]
 
     /// `arguments` (without the program name) with the file's settings inserted after the subcommand.
     /// A file with any error stops everything: fieldlog does not run on a half-understood configuration.
@@ -34,7 +37,8 @@ enum ConfiguredArguments {
         // Bad usage and --help are the parser's to report, after this returns.
         guard let parsed = try? command.parse(rest) else { return arguments }
         let explicitPath = parsed.configOption.config ?? ProcessInfo.processInfo.environment["FIELDLOG_CONFIG"]
-        guard let file = try ConfigFile.load(path: explicitPath ?? ConfigFile.defaultPath, required: explicitPath != nil)
+        guard
+            let file = try ConfigFile.load(path: explicitPath ?? ConfigFile.defaultPath, required: explicitPath != nil)
         else { return arguments }
         try check(file)
         let settings = file.entries.filter { command.configKeys.contains($0.key) }.map { "--\($0.key)=\($0.value)" }
@@ -47,12 +51,15 @@ enum ConfiguredArguments {
             guard Run.configKeys.contains(entry.key) else {
                 throw ConfigFileError(
                     path: file.path, line: entry.line, key: entry.key,
-                    problem: "not a setting of fieldlog; the settings are \(Run.configKeys.sorted().joined(separator: ", "))")
+                    problem:
+                        "not a setting of fieldlog; the settings are \(Run.configKeys.sorted().joined(separator: ", "))"
+                )
             }
             do {
                 _ = try Run.parse(["--\(entry.key)=\(entry.value)"])
             } catch {
-                throw ConfigFileError(path: file.path, line: entry.line, key: entry.key, problem: Run.message(for: error))
+                throw ConfigFileError(
+                    path: file.path, line: entry.line, key: entry.key, problem: Run.message(for: error))
             }
         }
     }

@@ -68,7 +68,8 @@ struct Export: ParsableCommand, ConfiguredCommand {
         let cached = thumbnails.listing()
         // Written as it is made, a chunk at a time: a two-day walk exports to hundreds of MB.
         func export(to sink: ([UInt8]) throws -> Void) throws {
-            try WalkExport.write(log, as: format, isCached: { cached.contains($0) }, thumbnail: thumbnails.read, to: sink)
+            try WalkExport.write(
+                log, as: format, isCached: { cached.contains($0) }, thumbnail: thumbnails.read, to: sink)
         }
         if output == "-" {
             do {
@@ -105,7 +106,8 @@ struct Export: ParsableCommand, ConfiguredCommand {
     private func outputFormat() throws -> ExportFormat {
         if let format { return format }
         guard output != "-" else {
-            throw CleanExit.failure("fieldlog: writing to standard output (-) needs --format json, gpx, geojson or html")
+            throw CleanExit.failure(
+                "fieldlog: writing to standard output (-) needs --format json, gpx, geojson or html")
         }
         guard let format = ExportFormat(path: output) else {
             throw CleanExit.failure(

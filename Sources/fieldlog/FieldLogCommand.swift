@@ -11,7 +11,8 @@ struct FieldLogCommand: AsyncParsableCommand {
             """,
         version: String(cString: fieldlog_build_version()),
         subcommands: [
-            Run.self, Tail.self, Status.self, Walks.self, Export.self, Star.self, Unstar.self, ThumbnailCommand.self, Share.self,
+            Run.self, Tail.self, Status.self, Walks.self, Export.self, Star.self, Unstar.self, ThumbnailCommand.self,
+            Share.self,
             LivePageCommand.self, LiveShareCommand.self,
         ]
     )

@@ -60,13 +60,16 @@ struct LiveShareCommand: AsyncParsableCommand, ConfiguredCommand {
     func run() async throws {
         let logger = try startHelper(options: options, supervisor: supervisor, memory: HelperMemory.liveShare)
         guard !options.settings.sharing.urls.isEmpty else {
-            writeStandardError("fieldlog live-share: no --share destination (share: in the settings): nothing to share\n")
+            writeStandardError(
+                "fieldlog live-share: no --share destination (share: in the settings): nothing to share\n")
             return
         }
         do {
             try await ShareProcess(
-                settings: options.settings, logger: logger, environment: ProcessInfo.processInfo.environment, recorder: supervisor)
-                .runUntilSignalled()
+                settings: options.settings, logger: logger, environment: ProcessInfo.processInfo.environment,
+                recorder: supervisor
+            )
+            .runUntilSignalled()
         } catch {
             throw CleanExit.failure("fieldlog live-share: \(error)")
         }

@@ -1,9 +1,9 @@
 import ArgumentParser
+import FieldLogDaemon
 import FoundationEssentials
 import Glibc
 import Logging
 import Photos
-import FieldLogDaemon
 
 /// Where milestone photos come from and where their thumbnails go.
 struct PhotoOptions: ParsableArguments {
@@ -23,10 +23,14 @@ struct PhotoOptions: ParsableArguments {
     @Option(help: "Flickr REST endpoint (https; plain http only on loopback).")
     var flickrEndpoint: String = FlickrSource.defaultEndpoint
 
-    @Option(help: "Also trust the CA certificate(s) in this PEM file for Flickr and its images (a test server, a proxy).")
+    @Option(
+        help: "Also trust the CA certificate(s) in this PEM file for Flickr and its images (a test server, a proxy).")
     var flickrCaFile: String?
 
-    @Option(help: "Flickr calls (searches and downloads) per hour at most: up to 3599 for Flickr itself, which allows 3600 per key; any for another endpoint.")
+    @Option(
+        help:
+            "Flickr calls (searches and downloads) per hour at most: up to 3599 for Flickr itself, which allows 3600 per key; any for another endpoint."
+    )
     var flickrRate: Int = PhotoSettings().flickrRate
 
     @Option(
@@ -42,10 +46,14 @@ struct PhotoOptions: ParsableArguments {
     @Option(help: "Wikimedia Commons API endpoint (https; plain http only on loopback).")
     var commonsEndpoint: String = PhotoSettings().commonsEndpoint
 
-    @Option(help: "Also trust the CA certificate(s) in this PEM file for Commons and its images (a test server, a proxy).")
+    @Option(
+        help: "Also trust the CA certificate(s) in this PEM file for Commons and its images (a test server, a proxy).")
     var commonsCaFile: String?
 
-    @Option(help: "How Wikimedia can reach whoever runs this device (an e-mail address or URL), sent in the User-Agent as Wikimedia asks.")
+    @Option(
+        help:
+            "How Wikimedia can reach whoever runs this device (an e-mail address or URL), sent in the User-Agent as Wikimedia asks."
+    )
     var contact: String?
 
     @Option(help: "Directory of the thumbnail cache.")

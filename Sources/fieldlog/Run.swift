@@ -1,9 +1,9 @@
 import ArgumentParser
 import CBuildStamp
+import FieldLogDaemon
 import FoundationEssentials
 import Glibc
 import Logging
-import FieldLogDaemon
 import Recording
 import SystemIO
 

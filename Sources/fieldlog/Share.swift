@@ -1,9 +1,9 @@
 import ArgumentParser
 import FieldLogDaemon
 import FoundationEssentials
+import Logging
 import Sharing
 import WalkJournal
-import Logging
 
 struct Share: AsyncParsableCommand, ConfiguredCommand {
     static let configuration = CommandConfiguration(
@@ -65,7 +65,8 @@ struct Share: AsyncParsableCommand, ConfiguredCommand {
         } catch {
             throw CleanExit.failure("fieldlog: \(error)")
         }
-        let settings = sharing.settings.serviceSettings(cacheDirectory: cacheDir, environment: ProcessInfo.processInfo.environment)
+        let settings = sharing.settings.serviceSettings(
+            cacheDirectory: cacheDir, environment: ProcessInfo.processInfo.environment)
         var complete = true
         for target in settings.targets {
             switch target {
@@ -78,10 +79,12 @@ struct Share: AsyncParsableCommand, ConfiguredCommand {
                     let outcome = try await ShareOnce.send(
                         walk: id, to: destination, password: password, settings: settings, store: store, logger: logger,
                         timeout: timeout)
-                    var line = "walk \(id) to \(destination.url): \(outcome.acknowledged) of \(outcome.sent) messages acknowledged"
+                    var line =
+                        "walk \(id) to \(destination.url): \(outcome.acknowledged) of \(outcome.sent) messages acknowledged"
                     if outcome.acknowledged < outcome.sent {
                         complete = false
-                        line += " (\(outcome.status.connection.rawValue)\(outcome.status.error.map { ": " + $0 } ?? ""))"
+                        line +=
+                            " (\(outcome.status.connection.rawValue)\(outcome.status.error.map { ": " + $0 } ?? ""))"
                     }
                     try writeStandardOutput(line + "\n")
                 } catch let error as ShareError {

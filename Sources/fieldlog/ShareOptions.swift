@@ -23,7 +23,10 @@ struct ShareOptions: ParsableArguments {
     @Option(help: "The OwnTracks tracker id shown on the map: two characters. Default: the device's last two.")
     var shareTid: String?
 
-    @Option(help: "Seconds of GPS time between shared fixes at most (the first and last of a segment and milestones always go).")
+    @Option(
+        help:
+            "Seconds of GPS time between shared fixes at most (the first and last of a segment and milestones always go)."
+    )
     var shareEvery: Double = ShareSettings().every
 
     @Option(help: "Messages a second at most per destination, also for a backlog after an outage.")

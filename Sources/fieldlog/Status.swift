@@ -1,10 +1,10 @@
 import ArgumentParser
 import FieldLogDaemon
-import Photos
-import Sharing
 import FoundationEssentials
 import Glibc
+import Photos
 import Recording
+import Sharing
 import SystemIO
 import WalkJournal
 import WalkModel
@@ -76,7 +76,8 @@ struct Status: ParsableCommand, ConfiguredCommand {
             add(line + ", \(rejected) for accuracy, position or a jump")
         }
         if let storage = status.storage {
-            var line = "storage    failing for \(max(0, now - storage.since).wholeText) s: \(storage.reason); "
+            var line =
+                "storage    failing for \(max(0, now - storage.since).wholeText) s: \(storage.reason); "
                 + "\(storage.heldRecords) records held in memory"
             if storage.droppedFixes > 0 { line += ", \(storage.droppedFixes) fixes dropped (memory full)" }
             add(line)

@@ -1,7 +1,7 @@
 import ArgumentParser
+import Exports
 import FoundationEssentials
 import Glibc
-import Exports
 import SystemIO
 import WalkJournal
 import WalkModel

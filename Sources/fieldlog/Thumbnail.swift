@@ -81,7 +81,9 @@ struct ThumbnailCommand: ParsableCommand {
                 let thumbnail = try make(file, output: output, with: thumbnailer)
                 if timings {
                     let end = Self.clocks()
-                    writeStandardError("time\t\(Self.threeDecimals(end.cpu - start.cpu))\t\(Self.threeDecimals(end.wall - start.wall))\t\(file)\n")
+                    writeStandardError(
+                        "time\t\(Self.threeDecimals(end.cpu - start.cpu))\t\(Self.threeDecimals(end.wall - start.wall))\t\(file)\n"
+                    )
                 }
                 print(
                     "ok \(file) -> \(output) (\(thumbnail.width)x\(thumbnail.height) from "

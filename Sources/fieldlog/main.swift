@@ -1,8 +1,7 @@
 import CConcurrencyHook
+import Glibc
 import NIOCore
 import NIOPosix
-
-import Glibc
 import Thumbnailing
 
 if CommandLine.arguments.dropFirst().first == PhotoWorker.commandName {

@@ -48,6 +48,8 @@ struct WalkSim: ParsableCommand {
         let walk = path.walk(receiver: receiver, seed: seed)
         try walk.write(to: out)
         let milestones = Int((walk.trueDistance / every).rounded(.down)) + 1
-        print(#"{"shape":"\#(shape)","walked":\#(walk.trueDistance),"epochs":\#(walk.epochs),"milestones":\#(milestones)}"#)
+        print(
+            #"{"shape":"\#(shape)","walked":\#(walk.trueDistance),"epochs":\#(walk.epochs),"milestones":\#(milestones)}"#
+        )
     }
 }

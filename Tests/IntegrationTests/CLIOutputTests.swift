@@ -1,4 +1,3 @@
-
 import FieldLogTestSupport
 import Foundation
 import Testing
@@ -35,8 +34,9 @@ struct CLIOutputTests {
         let arguments = [command[0], "--state-dir", state] + command.dropFirst()
         let written = try await fieldlog(arguments, stdout: directory + "/out.txt")
         #expect(written.status == 0, "\(written.stderr)")
-        #expect(try String(contentsOfFile: directory + "/out.txt", encoding: .utf8).contains("20260518T090000Z")
-            || command == ["tail"])
+        #expect(
+            try String(contentsOfFile: directory + "/out.txt", encoding: .utf8).contains("20260518T090000Z")
+                || command == ["tail"])
         let full = try await fieldlog(arguments, stdout: "/dev/full")
         #expect(full.status == 1, "\(command): exit \(full.status)")
         #expect(full.stderr == "fieldlog: cannot write to standard output: No space left on device\n", "\(full.stderr)")

@@ -8,11 +8,12 @@ import WalkJournal
 import WalkModel
 import WalkSimulation
 
-
 /// `fieldlog run` as a new user runs it, with no Flickr key and no photo folder: photos from (a fake)
 /// Commons for every milestone, with their attribution in tail and the exports; and the walk being
 /// recorded served first, however many older walks wait.
-@Suite(.serialized, .timeLimit(.minutes(4)), .enabled(if: Harness.gpsfakeAvailable, "needs gpsd and gpsfake (apt: gpsd gpsd-clients)"))
+@Suite(
+    .serialized, .timeLimit(.minutes(4)),
+    .enabled(if: Harness.gpsfakeAvailable, "needs gpsd and gpsfake (apt: gpsd gpsd-clients)"))
 struct CommonsRunTests {
     let directory = Harness.temporaryDirectory()
     var state: String { directory + "/state" }
@@ -25,9 +26,12 @@ struct CommonsRunTests {
         for hundred in 0..<count {
             let onPath = Geodesy.destination(start.lat, start.lon, bearing: bearing, distance: Double(hundred) * 100)
             let beside = Geodesy.destination(onPath.lat, onPath.lon, bearing: bearing + 90, distance: 30)
-            commons.add(.init(pageID: firstID + hundred, latitude: beside.lat, longitude: beside.lon,
-                              name: "Street \(hundred), Edinburgh.jpg", taken: "2021-0\(1 + hundred % 9)-0\(1 + hundred % 7) 10:00:00",
-                              jpeg: PhotoTests.jpeg))
+            commons.add(
+                .init(
+                    pageID: firstID + hundred, latitude: beside.lat, longitude: beside.lon,
+                    name: "Street \(hundred), Edinburgh.jpg",
+                    taken: "2021-0\(1 + hundred % 9)-0\(1 + hundred % 7) 10:00:00",
+                    jpeg: PhotoTests.jpeg))
         }
     }
 
@@ -42,8 +46,10 @@ struct CommonsRunTests {
         let gpsd = try await GPSFake(capture: capture, delay: 0.002, in: directory)
         // No settings file, no key: the defaults choose Commons.
         let outcome = try await fieldlog(
-            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
-             "--commons-endpoint", commons.endpoint, "--contact", "walker@example.org", "--photo-retry-max", "2"],
+            [
+                "run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
+                "--commons-endpoint", commons.endpoint, "--contact", "walker@example.org", "--photo-retry-max", "2",
+            ],
             in: directory, environment: ["FIELDLOG_CONFIG": "/dev/null", "FLICKR_API_KEY": ""])
         await gpsd.wait()
         #expect(outcome.status == 0, "\(outcome.stderr)")
@@ -78,8 +84,10 @@ struct CommonsRunTests {
         let gpsd = try await GPSFake(capture: capture, delay: 0.002, in: directory)
         let recorder = try Child(
             Harness.fieldlog,
-            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
-             "--commons-endpoint", "http://127.0.0.1:\(Harness.freePort())/w/api.php"],
+            [
+                "run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
+                "--commons-endpoint", "http://127.0.0.1:\(Harness.freePort())/w/api.php",
+            ],
             in: directory, environment: ["FIELDLOG_CONFIG": "/dev/null", "FLICKR_API_KEY": ""])
         await gpsd.wait()
         let gpsdEnded = Date()
@@ -93,7 +101,8 @@ struct CommonsRunTests {
         #expect(log.milestones.count >= 4)
         #expect(log.pendingMilestones.count == log.milestones.count)
         #expect(
-            outcome.stderr.contains("\(log.pendingMilestones.count) milestones still wait for a photo"), "\(outcome.stderr)")
+            outcome.stderr.contains("\(log.pendingMilestones.count) milestones still wait for a photo"),
+            "\(outcome.stderr)")
     }
 
     /// The time from start-up until the new walk's first fix is journaled, and until all of its first eight
@@ -124,7 +133,8 @@ struct CommonsRunTests {
         let gpsd = try await FakeGPSD.start { _ in
             var lines: [String] = []
             for second in 0..<560 {
-                let at = Geodesy.destination(Self.start.lat, Self.start.lon, bearing: 90, distance: Double(second) * 1.4)
+                let at = Geodesy.destination(
+                    Self.start.lat, Self.start.lon, bearing: 90, distance: Double(second) * 1.4)
                 lines.append(FakeGPSD.tpv(time: Timestamp.format(resumed + Double(second)), lat: at.lat, lon: at.lon))
             }
             return FakeGPSD.Script(lines: lines, interval: .milliseconds(5), closeAtEnd: false)
@@ -134,8 +144,10 @@ struct CommonsRunTests {
         let began = Date()
         let recorder = try Child(
             Harness.fieldlog,
-            ["run", "--gpsd", gpsd.address, "--state-dir", store.directory, "--cache-dir", runDirectory + "/cache",
-             "--photo-sources", "commons", "--commons-endpoint", commons.endpoint, "--http", "127.0.0.1:\(http)"],
+            [
+                "run", "--gpsd", gpsd.address, "--state-dir", store.directory, "--cache-dir", runDirectory + "/cache",
+                "--photo-sources", "commons", "--commons-endpoint", commons.endpoint, "--http", "127.0.0.1:\(http)",
+            ],
             in: runDirectory)
         var firstFix: Double?
         var photos: Double?
@@ -150,7 +162,10 @@ struct CommonsRunTests {
         }
         let page = RawHTTP.get("/", port: http, readFor: 10).body
         #expect(page.contains("by Ann Example"), "the live page shows the author")
-        #expect(page.contains("<a href=\"https://creativecommons.org/licenses/by-sa/4.0\" rel=\"license noopener noreferrer\">CC BY-SA 4.0</a>"))
+        #expect(
+            page.contains(
+                "<a href=\"https://creativecommons.org/licenses/by-sa/4.0\" rel=\"license noopener noreferrer\">CC BY-SA 4.0</a>"
+            ))
         #expect(page.contains("href=\"https://commons.wikimedia.org/wiki/File:Street_"))
         recorder.signal(SIGTERM)
         let outcome = await recorder.wait(timeout: 30)
@@ -165,7 +180,9 @@ struct CommonsRunTests {
         let alone = try await liveWalk(olderWalks: 0, previous: false)
         let behind = try await liveWalk(olderWalks: 300, previous: true)
         print("live walk, no history: first fix after \(alone.firstFix) s, 8 photos after \(alone.photos) s")
-        print("live walk, 300 older walks waiting: first fix after \(behind.firstFix) s, 8 photos after \(behind.photos) s")
+        print(
+            "live walk, 300 older walks waiting: first fix after \(behind.firstFix) s, 8 photos after \(behind.photos) s"
+        )
         #expect(alone.served == 8 && behind.served == 8, "\(alone) \(behind)")
         // The first fix does not wait for the older walks (their index, their photos); the margin is for a
         // machine loaded by other tests, and well below what serving the older walks first takes.

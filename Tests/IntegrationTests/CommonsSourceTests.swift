@@ -1,12 +1,11 @@
-import Foundation
-import NIOCore
-import Testing
 import FieldLogFakes
 import FieldLogTestSupport
+import Foundation
+import NIOCore
 import Photos
+import Testing
 import Thumbnailing
 import WalkModel
-
 
 /// CommonsSource against a fake Commons on loopback: the answer's shape, hostile metadata, files that must
 /// be skipped, and the API's ways of saying "later". Each ends as a photo, a skip with its reason, or a
@@ -23,9 +22,12 @@ struct CommonsSourceTests {
             thumbnailSize: 320, timeout: timeout)
     }
 
-    func file(_ id: Int, metres: Double, bearing: Double = 90, _ change: (inout FakeCommons.File) -> Void = { _ in }) -> FakeCommons.File {
+    func file(
+        _ id: Int, metres: Double, bearing: Double = 90, _ change: (inout FakeCommons.File) -> Void = { _ in }
+    ) -> FakeCommons.File {
         let spot = Geodesy.destination(Self.here.lat, Self.here.lon, bearing: bearing, distance: metres)
-        var file = FakeCommons.File(pageID: id, latitude: spot.lat, longitude: spot.lon, name: "Spot \(id).jpg", jpeg: [0xFF, 0xD8, 0xFF])
+        var file = FakeCommons.File(
+            pageID: id, latitude: spot.lat, longitude: spot.lon, name: "Spot \(id).jpg", jpeg: [0xFF, 0xD8, 0xFF])
         change(&file)
         return file
     }
@@ -39,7 +41,8 @@ struct CommonsSourceTests {
     }
 
     @Test func theNotesAnswerDecodesToAPhotoAndASkippedPNG() async throws {
-        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: Harness.fixtures + "/commons/geosearch-note.json")))
+        let bytes = try [UInt8](
+            Data(contentsOf: URL(fileURLWithPath: Harness.fixtures + "/commons/geosearch-note.json")))
         let source = try CommonsSource(budget: RequestBudget(), userAgent: Self.userAgent)
         let found = try await source.decodeSearch(bytes)
         #expect(found.map(\.id) == ["90001", "90002"])
@@ -66,8 +69,10 @@ struct CommonsSourceTests {
         #expect(Set(found.map(\.id)) == ["1", "2"])
         #expect(found.allSatisfy { $0.skipReason == nil && $0.imageURL.contains("/thumb/") })
         let request = try #require(commons.requests.last)
-        for parameter in ["generator=geosearch", "ggsnamespace=6", "ggsradius=500", "ggslimit=50", "prop=imageinfo%7Ccoordinates",
-                          "iiurlwidth=500", "iiprop=url%7Csize%7Cmime%7Cextmetadata", "maxlag=5", "formatversion=2", "coprimary=all"] {
+        for parameter in [
+            "generator=geosearch", "ggsnamespace=6", "ggsradius=500", "ggslimit=50", "prop=imageinfo%7Ccoordinates",
+            "iiurlwidth=500", "iiprop=url%7Csize%7Cmime%7Cextmetadata", "maxlag=5", "formatversion=2", "coprimary=all",
+        ] {
             #expect(request.contains(parameter), "\(parameter) missing: \(request)")
         }
         #expect(commons.userAgents.last == "fieldlog/9.9.9 (walker@example.org)")
@@ -82,20 +87,35 @@ struct CommonsSourceTests {
     @Test func hostileOrIncompleteMetadataBecomesPlainTextOrASkip() async throws {
         try await commons.start()
         defer { Task { await commons.stop() } }
-        commons.add(file(1, metres: 20) {
-            $0.artist = #"<script>alert("x")</script><b onclick="evil()">Bob</b> &amp; <img src=x onerror=alert(2)>&lt;Co&gt; &#233;"#
-            $0.objectName = "<a href=\"javascript:alert(1)\">Tower</a>\u{202E}\u{0007}"
-        })
+        commons.add(
+            file(1, metres: 20) {
+                $0.artist =
+                    #"<script>alert("x")</script><b onclick="evil()">Bob</b> &amp; <img src=x onerror=alert(2)>&lt;Co&gt; &#233;"#
+                $0.objectName = "<a href=\"javascript:alert(1)\">Tower</a>\u{202E}\u{0007}"
+            })
         commons.add(file(2, metres: 30) { $0.mime = "image/png" })
         commons.add(file(3, metres: 40) { $0.mime = "image/svg+xml" })
         commons.add(file(4, metres: 50) { $0.mime = "image/tiff" })
         commons.add(file(5, metres: 60) { $0.license = nil })
         commons.add(file(6, metres: 70) { $0.artist = nil })
-        commons.add(file(7, metres: 80) { $0.width = 300; $0.size = 60 << 20 })  // its own "thumbnail"
+        commons.add(
+            file(7, metres: 80) {
+                $0.width = 300
+                $0.size = 60 << 20
+            })  // its own "thumbnail"
         commons.add(file(8, metres: 90) { $0.thumbURL = "https://evil.example.com/thumb/8.jpg" })
         commons.add(file(9, metres: 100) { $0.nonFree = "true" })
-        commons.add(file(10, metres: 110) { $0.width = 8000; $0.size = 90 << 20 })  // huge, with a thumbnail
-        commons.add(file(11, metres: 120) { $0.artist = nil; $0.attributionRequired = "false"; $0.license = "Public domain" })
+        commons.add(
+            file(10, metres: 110) {
+                $0.width = 8000
+                $0.size = 90 << 20
+            })  // huge, with a thumbnail
+        commons.add(
+            file(11, metres: 120) {
+                $0.artist = nil
+                $0.attributionRequired = "false"
+                $0.license = "Public domain"
+            })
         let source = try source()
         let found = try await source.search(latitude: Self.here.lat, longitude: Self.here.lon, radius: 500)
         let byID = Dictionary(uniqueKeysWithValues: found.map { ($0.id, $0) })
@@ -104,7 +124,9 @@ struct CommonsSourceTests {
         #expect(hostile.title == "Tower")
         #expect(hostile.skipReason == nil)
         for text in found.flatMap({ [$0.title, $0.ownerName, $0.ownerID, $0.license, $0.skipReason ?? ""] }) {
-            #expect(!text.contains("script") && !text.contains("onerror") && !text.contains("<b") && !text.contains("\u{7}"), "\(text)")
+            #expect(
+                !text.contains("script") && !text.contains("onerror") && !text.contains("<b")
+                    && !text.contains("\u{7}"), "\(text)")
         }
         #expect(byID["2"]?.skipReason == "image/png, not a JPEG")
         #expect(byID["3"]?.skipReason == "image/svg+xml, not a JPEG")
@@ -168,7 +190,8 @@ struct CommonsSourceTests {
         }
         commons.setFault(.hugeErrorPage)
         if case let .failure(error) = await search(quick) {
-            #expect(error.message.hasSuffix("HTTP 503"), "an error page too long to read still says its status: \(error)")
+            #expect(
+                error.message.hasSuffix("HTTP 503"), "an error page too long to read still says its status: \(error)")
         } else {
             Issue.record("a 503 with a long page: no error")
         }
@@ -193,7 +216,8 @@ struct CommonsSourceTests {
         #expect(refused.kind == .temporary)
         #expect(commons.requests.isEmpty, "a request went over TLS that did not verify")
         let trusting = try CommonsSource(
-            endpoint: commons.endpoint, caFile: LoopbackHTTPServer.tlsFixtures + "/ca.pem", budget: RequestBudget(perHour: 360_000, burst: 100),
+            endpoint: commons.endpoint, caFile: LoopbackHTTPServer.tlsFixtures + "/ca.pem",
+            budget: RequestBudget(perHour: 360_000, burst: 100),
             userAgent: Self.userAgent)
         let found = try await trusting.search(latitude: Self.here.lat, longitude: Self.here.lon, radius: 500)
         let candidate = try #require(found.first)

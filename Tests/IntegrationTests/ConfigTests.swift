@@ -1,8 +1,7 @@
-
+import FieldLogDaemon
 import FieldLogTestSupport
 import Foundation
 import Testing
-import FieldLogDaemon
 
 /// fieldlog.conf: the parser's errors point at the line and key, and the real binary applies the file
 /// under the command line and refuses to run on a file it does not fully understand.
@@ -23,7 +22,8 @@ struct ConfigTests {
     }
 
     @Test func entriesKeepTheirTextAndLine() throws {
-        let entries = try parse("""
+        let entries = try parse(
+            """
             # comment
 
             every: 50   # a trailing comment
@@ -31,33 +31,41 @@ struct ConfigTests {
             photos-dir: /srv/my photos
             max-eph: 1e2
             """)
-        #expect(entries == [
-            .init(key: "every", value: "50", line: 3),
-            .init(key: "gpsd", value: "[::1]:2948", line: 4),
-            .init(key: "photos-dir", value: "/srv/my photos", line: 5),
-            .init(key: "max-eph", value: "1e2", line: 6),
-        ])
+        #expect(
+            entries == [
+                .init(key: "every", value: "50", line: 3),
+                .init(key: "gpsd", value: "[::1]:2948", line: 4),
+                .init(key: "photos-dir", value: "/srv/my photos", line: 5),
+                .init(key: "max-eph", value: "1e2", line: 6),
+            ])
         #expect(try parse("").isEmpty)
         #expect(try parse("# only comments\n\n").isEmpty)
     }
 
     @Test func errorsNameTheLineAndKey() {
-        #expect(error("gap: 3\nevery: [1, 2]\n") == .init(
-            path: "f.conf", line: 2, key: "every", problem: "expected a single value, not a list or a table"))
+        #expect(
+            error("gap: 3\nevery: [1, 2]\n")
+                == .init(
+                    path: "f.conf", line: 2, key: "every", problem: "expected a single value, not a list or a table"))
         #expect(error("gap: 3\n\nevery:\n") == .init(path: "f.conf", line: 3, key: "every", problem: "has no value"))
         #expect(error("every: ~\n")?.problem == "has no value")
-        #expect(error("gap: 3\nevery: 4\ngap: 5\n") == .init(
-            path: "f.conf", line: 3, key: "gap", problem: "given more than once"))
+        #expect(
+            error("gap: 3\nevery: 4\ngap: 5\n")
+                == .init(
+                    path: "f.conf", line: 3, key: "gap", problem: "given more than once"))
         #expect(error("- every\n- gap\n")?.problem == "expected lines of `key: value`")
         let broken = error("gap: 3\nevery: \"unterminated\nmore: 1\n")
         #expect(broken?.line == 2 || broken?.line == 3 || broken?.line == 4)
         #expect(broken?.problem.hasPrefix("not valid YAML") == true)
-        #expect(ConfigFileError(path: "/etc/fieldlog/fieldlog.conf", line: 7, key: "every", problem: "bad").description
-            == "/etc/fieldlog/fieldlog.conf:7: every: bad")
+        #expect(
+            ConfigFileError(path: "/etc/fieldlog/fieldlog.conf", line: 7, key: "every", problem: "bad").description
+                == "/etc/fieldlog/fieldlog.conf:7: every: bad")
     }
 
     @Test func quotedValuesReadBackAsThemselves() throws {
-        for text in ["127.0.0.1:2947", "[::1]:2947", "/srv/my photos", "null", "", " lead", "a #b", "x: y", "\"q\"", "~"] {
+        for text in [
+            "127.0.0.1:2947", "[::1]:2947", "/srv/my photos", "null", "", " lead", "a #b", "x: y", "\"q\"", "~",
+        ] {
             let entries = try parse("k: " + ConfigFile.quoted(text))
             #expect(entries.first?.value == text, "\(text)")
         }
@@ -66,8 +74,10 @@ struct ConfigTests {
 
     /// What fieldlog reads from a file is what a full YAML parser reads from it (PyYAML, every scalar as text),
     /// and what it writes (`quoted`) reads back the same there too; the YAML it does not take is refused.
-    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/yaml"),
-                   "needs python3-yaml (scripts/install-deps --tests)"))
+    @Test(
+        .enabled(
+            if: FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/yaml"),
+            "needs python3-yaml (scripts/install-deps --tests)"))
     func valuesReadAsAYAMLParserReadsThem() async throws {
         let texts = [
             "127.0.0.1:2947", "[::1]:2947", "/srv/my photos", "null", "", " lead", "trail ", "a #b", "a# b", "x: y",
@@ -77,18 +87,25 @@ struct ConfigTests {
         ]
         let quotedLines = texts.enumerated().map { "k\($0.offset): \(ConfigFile.quoted($0.element))" }
         let handWritten = [
-            "plain: some value   # comment", "single: 'it''s # not a comment'", "double: \"a\\tb\\u00e9\\x41\\U0001F6B6\\/\"",
+            "plain: some value   # comment", "single: 'it''s # not a comment'",
+            "double: \"a\\tb\\u00e9\\x41\\U0001F6B6\\/\"",
             "spaced  :   x", "colon:in:key: v", "empty-double: \"\"", "empty-single: ''", "dashed: -x", "hash#key: v",
         ]
-        let file = (["# fieldlog.conf", "---"] + quotedLines + ["", "  # indented comment"] + handWritten).joined(separator: "\n")
+        let file = (["# fieldlog.conf", "---"] + quotedLines + ["", "  # indented comment"] + handWritten).joined(
+            separator: "\n")
         let entries = try ConfigFile(path: "f.conf", text: file).entries
         #expect(Array(entries.prefix(texts.count).map(\.value)) == texts)
         let path = directory + "/f.conf"
         try file.write(toFile: path, atomically: true, encoding: .utf8)
         let pyyaml = try await Child(
             "/usr/bin/python3",
-            ["-c", "import json, sys, yaml; print(json.dumps(yaml.load(open(sys.argv[1], encoding='utf-8'), Loader=yaml.BaseLoader)))", path],
-            in: directory).wait(timeout: 30)
+            [
+                "-c",
+                "import json, sys, yaml; print(json.dumps(yaml.load(open(sys.argv[1], encoding='utf-8'), Loader=yaml.BaseLoader)))",
+                path,
+            ],
+            in: directory
+        ).wait(timeout: 30)
         #expect(pyyaml.status == 0, "\(pyyaml.stderr)")
         let parsed = try JSONDecoder().decode([String: String].self, from: Data(pyyaml.stdout.utf8))
         #expect(parsed == Dictionary(uniqueKeysWithValues: entries.map { ($0.key, $0.value) }))
@@ -106,7 +123,10 @@ struct ConfigTests {
             ("every: a: b\n", "not valid YAML: a colon and a space in a value (quote the value)"),
             ("\"every\": 5\n", "a key must be a plain name"),
             ("just text\n", "expected lines of `key: value`"),
-            ("every: 5\u{7}\n", "not valid YAML: a control character or line separator (write it as an escape in double quotes)"),
+            (
+                "every: 5\u{7}\n",
+                "not valid YAML: a control character or line separator (write it as an escape in double quotes)"
+            ),
             ("every: 5\t6\n", "not valid YAML: a tab in a value (quote the value)"),
         ] {
             #expect(error(text)?.problem == problem, "\(text)")
@@ -140,9 +160,11 @@ struct ConfigTests {
         try ("every: 50\n" + comments).write(toFile: path, atomically: true, encoding: .utf8)
         let size = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
         let started = Date()
-        #expect(throws: ConfigFileError(
-            path: path, line: nil, key: nil,
-            problem: "too large (\(size) bytes); a configuration file is at most 65536 bytes")) {
+        #expect(
+            throws: ConfigFileError(
+                path: path, line: nil, key: nil,
+                problem: "too large (\(size) bytes); a configuration file is at most 65536 bytes")
+        ) {
             try ConfigFile.load(path: path, required: true)
         }
         let elapsed = Date().timeIntervalSince(started)
@@ -151,7 +173,9 @@ struct ConfigTests {
         let outcome = try await fieldlog(["run", "--check-config", "--config", path], in: directory)
         #expect(outcome.status == 1)
         #expect(outcome.stdout.isEmpty)
-        #expect(outcome.stderr == "fieldlog: \(path): too large (\(size) bytes); a configuration file is at most 65536 bytes\n")
+        #expect(
+            outcome.stderr
+                == "fieldlog: \(path): too large (\(size) bytes); a configuration file is at most 65536 bytes\n")
         // A file just under the bound is read.
         try ("every: 50\n" + comments.prefix(60_000)).write(toFile: path, atomically: true, encoding: .utf8)
         #expect(try ConfigFile.load(path: path, required: true)?.entries.map(\.key) == ["every"])
@@ -170,9 +194,10 @@ struct ConfigTests {
     }
 
     func settings(_ outcome: Outcome) -> [String: String] {
-        Dictionary(uniqueKeysWithValues: outcome.stdout.split(separator: "\n").compactMap { line in
-            line.firstRange(of: ": ").map { (String(line[..<$0.lowerBound]), String(line[$0.upperBound...])) }
-        })
+        Dictionary(
+            uniqueKeysWithValues: outcome.stdout.split(separator: "\n").compactMap { line in
+                line.firstRange(of: ": ").map { (String(line[..<$0.lowerBound]), String(line[$0.upperBound...])) }
+            })
     }
 
     @Test func theCommandLineWinsOverTheFile() async throws {
@@ -189,7 +214,9 @@ struct ConfigTests {
         let flickr = try await checkConfig(["--flickr-rate", "100000"])
         #expect(flickr.status != 0)
         #expect(flickr.stderr.contains("1 to 3599"))
-        let mirror = try await checkConfig(["--flickr-rate", "100000", "--flickr-endpoint", "http://127.0.0.1:8080/rest"])
+        let mirror = try await checkConfig([
+            "--flickr-rate", "100000", "--flickr-endpoint", "http://127.0.0.1:8080/rest",
+        ])
         #expect(mirror.status == 0, "\(mirror.stderr)")
         #expect(settings(mirror)["flickr-rate"] == "100000")
     }
@@ -214,7 +241,8 @@ struct ConfigTests {
         let walks = try await fieldlog(["walks", "--config", directory + "/broken.conf"], in: directory)
         #expect(walks.status == 1)
         #expect(walks.stderr.contains("broken.conf:"))
-        let missing = try await fieldlog(["run", "--config", directory + "/none.conf", "--check-config"], in: directory)
+        let missing = try await fieldlog(
+            ["run", "--config", directory + "/none.conf", "--check-config"], in: directory)
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("none.conf: no such file"))
     }
@@ -227,10 +255,11 @@ struct ConfigTests {
         let example = try String(contentsOfFile: Harness.repository + "/deploy/fieldlog.conf", encoding: .utf8)
         let documented = example.split(separator: "\n").filter { $0.wholeMatch(of: /# [a-z-]+: \S.*/) != nil }
             .map { $0.dropFirst(2) }
-        let exampleValues = Dictionary(uniqueKeysWithValues: documented.map { line in
-            let colon = line.firstIndex(of: ":")!
-            return (String(line[..<colon]), String(line[line.index(colon, offsetBy: 2)...]))
-        })
+        let exampleValues = Dictionary(
+            uniqueKeysWithValues: documented.map { line in
+                let colon = line.firstIndex(of: ":")!
+                return (String(line[..<colon]), String(line[line.index(colon, offsetBy: 2)...]))
+            })
         let defaultLines = defaults.stdout.split(separator: "\n")
         #expect(exampleValues.count == defaultLines.count)
         for line in defaultLines {

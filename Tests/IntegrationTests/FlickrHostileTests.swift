@@ -1,13 +1,12 @@
-
 import FieldLogFakes
 import FieldLogTestSupport
 import Foundation
 import NIOCore
-import Testing
-import WalkSimulation
 import Photos
+import Testing
 import WalkJournal
 import WalkModel
+import WalkSimulation
 
 /// FlickrSource against a hostile or broken network: TLS that does not verify, DNS that fails, answers that
 /// trickle, never end, are huge or redirect, and fields crafted to escape. Each must end as an error of the
@@ -17,7 +16,9 @@ struct FlickrHostileTests {
     let flickr = FakeFlickr()
     static let here = (lat: 52.85, lon: 5.31)
 
-    func source(endpoint: String? = nil, caFile: String? = nil, timeout: TimeAmount = .seconds(20)) throws -> FlickrSource {
+    func source(
+        endpoint: String? = nil, caFile: String? = nil, timeout: TimeAmount = .seconds(20)
+    ) throws -> FlickrSource {
         try FlickrSource(
             apiKey: FakeFlickr.apiKey, endpoint: endpoint ?? flickr.endpoint, caFile: caFile,
             budget: RequestBudget(perHour: 3599, burst: 100), timeout: timeout)
@@ -29,7 +30,10 @@ struct FlickrHostileTests {
         flickr.add(.init(id: "7000", latitude: spot.lat, longitude: spot.lon, title: "Near", jpeg: [0xFF, 0xD8]))
         // Far away, and big enough to trickle past a deadline.
         let far = Geodesy.destination(Self.here.lat, Self.here.lon, bearing: 0, distance: 5000)
-        flickr.add(.init(id: "7001", latitude: far.lat, longitude: far.lon, title: "Far", jpeg: Array(repeating: 0xFF, count: 600)))
+        flickr.add(
+            .init(
+                id: "7001", latitude: far.lat, longitude: far.lon, title: "Far",
+                jpeg: Array(repeating: 0xFF, count: 600)))
     }
 
     /// The error a search ends with, printed: what each hostile case produced is part of the record.
@@ -45,7 +49,8 @@ struct FlickrHostileTests {
     }
 
     func expectKeyless(_ error: PhotoSourceError?, _ comment: String) {
-        #expect(error.map { !$0.message.contains(FakeFlickr.apiKey) } ?? true, "\(comment): \(String(describing: error))")
+        #expect(
+            error.map { !$0.message.contains(FakeFlickr.apiKey) } ?? true, "\(comment): \(String(describing: error))")
     }
 
     @Test func selfSignedTLSIsRefusedAndAcceptedOnlyWithItsCA() async throws {
@@ -67,7 +72,8 @@ struct FlickrHostileTests {
     }
 
     @Test func unresolvableHostIsATemporaryFailure() async throws {
-        let error = await searchError(try source(endpoint: "https://fieldlog-test.invalid/services/rest/", timeout: .seconds(30)))
+        let error = await searchError(
+            try source(endpoint: "https://fieldlog-test.invalid/services/rest/", timeout: .seconds(30)))
         #expect(error?.kind == .temporary, "\(String(describing: error))")
         expectKeyless(error, "DNS")
     }
@@ -84,7 +90,9 @@ struct FlickrHostileTests {
         }
         flickr.setFault(.none)
         let candidate = try #require(
-            try await quick.search(latitude: Self.here.lat, longitude: Self.here.lon, radius: 8000).first { $0.id == "7001" })
+            try await quick.search(latitude: Self.here.lat, longitude: Self.here.lon, radius: 8000).first {
+                $0.id == "7001"
+            })
         for fault in [FakeFlickr.ImageFault.trickle, .endless] {
             flickr.setImageFault(fault, for: candidate.id)
             do {
@@ -104,11 +112,14 @@ struct FlickrHostileTests {
         let huge = await searchError(try source(), "huge answer")
         // A search is never given up (that would lose the milestone's photo): retried, like a captive
         // portal's redirect.
-        #expect(huge?.kind == .temporary && huge?.message.contains("larger than") == true, "\(String(describing: huge))")
+        #expect(
+            huge?.kind == .temporary && huge?.message.contains("larger than") == true, "\(String(describing: huge))")
         // A redirect could lead anywhere, over plain http too: never followed.
         flickr.setFault(.redirect("http://198.51.100.7/services/rest/"))
         let redirected = await searchError(try source(), "redirect")
-        #expect(redirected?.kind == .temporary && redirected?.message.contains("HTTP 302") == true, "\(String(describing: redirected))")
+        #expect(
+            redirected?.kind == .temporary && redirected?.message.contains("HTTP 302") == true,
+            "\(String(describing: redirected))")
         flickr.setFault(.none)
         let candidate = try #require(
             try await source().search(latitude: Self.here.lat, longitude: Self.here.lon, radius: 500).first)
@@ -126,8 +137,10 @@ struct FlickrHostileTests {
         defer { Task { await flickr.stop() } }
         let image = flickr.imageBase
         func entry(_ id: Any, _ extra: [String: Any] = [:]) -> [String: Any] {
-            ["id": id, "owner": "12345678@N00", "latitude": 52.8501, "longitude": 5.3101, "title": "t",
-             "url_z": image + "7000.jpg"].merging(extra) { $1 }
+            [
+                "id": id, "owner": "12345678@N00", "latitude": 52.8501, "longitude": 5.3101, "title": "t",
+                "url_z": image + "7000.jpg",
+            ].merging(extra) { $1 }
         }
         let huge = String(repeating: "9", count: 200_000)
         flickr.setCrafted([
@@ -145,15 +158,21 @@ struct FlickrHostileTests {
             // Sound: Flickr's static host, built from server and secret, and the endpoint's own host.
             entry("8100", ["url_z": NSNull(), "url_n": "https://live.staticflickr.com/65535/8100_abc_n.jpg"]),
             entry("8101", ["url_z": NSNull(), "server": "65535", "secret": "abc123", "farm": "../66"]),
-            entry("8102", ["title": "line\nbreak\u{0}nul\u{202E}rtl" + String(repeating: "é", count: 100_000),
-                           "ownername": String(repeating: "x", count: 100_000)]),
+            entry(
+                "8102",
+                [
+                    "title": "line\nbreak\u{0}nul\u{202E}rtl" + String(repeating: "é", count: 100_000),
+                    "ownername": String(repeating: "x", count: 100_000),
+                ]),
         ])
         let found = try await source().search(latitude: Self.here.lat, longitude: Self.here.lon, radius: 500)
         #expect(found.map(\.id) == ["8100", "8101", "8102", "7000"])
-        #expect(found.map(\.imageURL) == [
-            "https://live.staticflickr.com/65535/8100_abc_n.jpg", "https://live.staticflickr.com/65535/8101_abc123_z.jpg",
-            image + "7000.jpg", image + "7000.jpg",
-        ])
+        #expect(
+            found.map(\.imageURL) == [
+                "https://live.staticflickr.com/65535/8100_abc_n.jpg",
+                "https://live.staticflickr.com/65535/8101_abc123_z.jpg",
+                image + "7000.jpg", image + "7000.jpg",
+            ])
         let last = try #require(found.first { $0.id == "8102" })
         #expect(last.title.count <= 300 && last.ownerName.count <= 300)
         // Control and format characters (newline, NUL, a right-to-left override) are dropped.
@@ -190,9 +209,11 @@ struct FlickrOutageTests {
         try await flickr.start(tls: true)
         let gpsd = try await GPSFake(capture: capture, delay: 0.004, in: directory)
         let outcome = try await fieldlog(
-            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
-             "--flickr-endpoint", flickr.endpoint, "--flickr-ca-file", LoopbackHTTPServer.tlsFixtures + "/ca.pem",
-             "--photo-retry-max", "1"],
+            [
+                "run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
+                "--flickr-endpoint", flickr.endpoint, "--flickr-ca-file", LoopbackHTTPServer.tlsFixtures + "/ca.pem",
+                "--photo-retry-max", "1",
+            ],
             in: directory, environment: ["FLICKR_API_KEY": FakeFlickr.apiKey], timeout: 120)
         await gpsd.wait()
         #expect(outcome.status == 0, "\(outcome.stderr)")
@@ -214,7 +235,10 @@ struct FlickrOutageTests {
         let jpeg = [UInt8](FileManager.default.contents(atPath: Harness.fixtures + "/photos/p05_left01_gray.jpg")!)
         for hundred in 0...7 {
             let onPath = Geodesy.destination(start.lat, start.lon, bearing: 45, distance: Double(hundred) * 100)
-            flickr.add(.init(id: "5100\(hundred)", latitude: onPath.lat, longitude: onPath.lon, title: "View \(hundred)", jpeg: jpeg))
+            flickr.add(
+                .init(
+                    id: "5100\(hundred)", latitude: onPath.lat, longitude: onPath.lon, title: "View \(hundred)",
+                    jpeg: jpeg))
         }
         try await flickr.start()
         // Down: 503 for every call, until the walk is over.
@@ -222,8 +246,10 @@ struct FlickrOutageTests {
         let gpsd = try await GPSFake(capture: capture, delay: 0.004, in: directory)
         let recorder = try Child(
             Harness.fieldlog,
-            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
-             "--flickr-endpoint", flickr.endpoint, "--photo-retry-max", "1"],
+            [
+                "run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
+                "--flickr-endpoint", flickr.endpoint, "--photo-retry-max", "1",
+            ],
             in: directory, environment: ["FLICKR_API_KEY": FakeFlickr.apiKey])
         defer { recorder.reap() }
         await gpsd.wait()
@@ -234,11 +260,23 @@ struct FlickrOutageTests {
         // Back, with entries crafted to escape ahead of the real photos.
         let image = flickr.imageBase
         flickr.setCrafted([
-            ["id": "../../../../tmp/escape", "owner": "1@N00", "latitude": start.lat, "longitude": start.lon, "url_z": image + "51000.jpg"],
-            ["id": "9001", "owner": "1@N00", "latitude": start.lat, "longitude": start.lon, "url_z": "https://evil.example/\(FakeFlickr.apiKey).jpg"],
-            ["id": "9002", "owner": "1@N00", "latitude": start.lat, "longitude": start.lon, "server": "..", "secret": "/etc"],
-            ["id": "9003", "owner": "1@N00", "latitude": start.lat, "longitude": start.lon, "url_z": image + "51000.jpg",
-             "title": "evil\u{0}\n{\"type\":\"walk_end\"}" + String(repeating: "ü", count: 50_000)],
+            [
+                "id": "../../../../tmp/escape", "owner": "1@N00", "latitude": start.lat, "longitude": start.lon,
+                "url_z": image + "51000.jpg",
+            ],
+            [
+                "id": "9001", "owner": "1@N00", "latitude": start.lat, "longitude": start.lon,
+                "url_z": "https://evil.example/\(FakeFlickr.apiKey).jpg",
+            ],
+            [
+                "id": "9002", "owner": "1@N00", "latitude": start.lat, "longitude": start.lon, "server": "..",
+                "secret": "/etc",
+            ],
+            [
+                "id": "9003", "owner": "1@N00", "latitude": start.lat, "longitude": start.lon,
+                "url_z": image + "51000.jpg",
+                "title": "evil\u{0}\n{\"type\":\"walk_end\"}" + String(repeating: "ü", count: 50_000),
+            ],
         ])
         flickr.setFault(.none)
         let outcome = await recorder.wait(timeout: 180)
@@ -253,7 +291,9 @@ struct FlickrOutageTests {
             return photo.milestone
         }
         #expect(order == order.sorted() && Set(order).count == order.count, "\(order)")
-        #expect(log.events.contains { $0.kind == .error && ($0.message ?? "").contains("HTTP 503") }, "the outage is journaled")
+        #expect(
+            log.events.contains { $0.kind == .error && ($0.message ?? "").contains("HTTP 503") },
+            "the outage is journaled")
         #expect(lines.allSatisfy { $0.utf8.count < 8192 }, "a crafted field blew up a journal line")
         #expect(!FileManager.default.fileExists(atPath: "/tmp/escape.jpg"))
         for name in try FileManager.default.subpathsOfDirectory(atPath: cache) where name.hasSuffix(".jpg") {

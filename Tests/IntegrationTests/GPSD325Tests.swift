@@ -1,6 +1,6 @@
+import FieldLogTestSupport
 import Foundation
 import Testing
-import FieldLogTestSupport
 import WalkJournal
 
 /// fieldlog against the gpsd of Debian 13 (3.25), run by gpsfake in an amd64 trixie root on loopback

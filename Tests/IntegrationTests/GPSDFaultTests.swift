@@ -1,4 +1,3 @@
-
 import FieldLogTestSupport
 import Foundation
 import Logging
@@ -43,7 +42,8 @@ struct GPSDFaultTests {
 
     static let version = #"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}"# + "\r\n"
     static func tpv(_ second: Int, lat: Double = 52.85) -> String {
-        #"{"class":"TPV","device":"/dev/ttyUSB0","mode":3,"time":"2024-05-18T09:00:\#(String(format: "%02d", second)).000Z","lat":\#(lat),"lon":5.31,"altHAE":40.0,"eph":5.0}"# + "\r\n"
+        #"{"class":"TPV","device":"/dev/ttyUSB0","mode":3,"time":"2024-05-18T09:00:\#(String(format: "%02d", second)).000Z","lat":\#(lat),"lon":5.31,"altHAE":40.0,"eph":5.0}"#
+            + "\r\n"
     }
 
     @Test func garbageTornAndHugeLinesBecomeNoFixAndTheReaderMovesOn() async throws {
@@ -63,7 +63,10 @@ struct GPSDFaultTests {
 
         // A real gpsd's lines with garbage between them: the good ones are read, the bad skipped.
         let mixed = try await ScriptedServer.start { _ in
-            [.send(Self.version + Self.tpv(1) + garbage.joined() + Self.tpv(2) + halfTPV), .send(String(repeating: "x", count: 100))]
+            [
+                .send(Self.version + Self.tpv(1) + garbage.joined() + Self.tpv(2) + halfTPV),
+                .send(String(repeating: "x", count: 100)),
+            ]
         }
         // A TPV that parses but has no usable position is a report without a fix, never a fix.
         events = try await read(port: mixed.port) { $0.filter(Self.isFix).count >= 2 }.filter { $0 != .noFix }
@@ -184,7 +187,8 @@ struct RealGPSDFaultTests {
         try? FileManager.default.removeItem(atPath: control)
         let gpsd = Harness.gpsdCommand(root: Harness.replayRoot)
         let child = try Child(
-            gpsd.executable, gpsd.arguments + ["-N", "-n", "-b", "-S", String(port), "-F", control] + devices, in: directory)
+            gpsd.executable, gpsd.arguments + ["-N", "-n", "-b", "-S", String(port), "-F", control] + devices,
+            in: directory)
         let deadline = Date().addingTimeInterval(20)
         while !Harness.accepts(port: port) && Date() < deadline {
             try await Task.sleep(for: .milliseconds(5))
@@ -268,7 +272,8 @@ struct RealGPSDFaultTests {
         let capture = directory + "/walk.nmea"
         try walk.write(to: capture)
         // 25 epochs of GPS time per second: an outage of a second is a gap of 25 s, above --gap 5.
-        let receiver = try Child("/usr/bin/python3", [Harness.fixtures + "/nmea_pty.py", capture, "0.02", directory + "/receiver"],
+        let receiver = try Child(
+            "/usr/bin/python3", [Harness.fixtures + "/nmea_pty.py", capture, "0.02", directory + "/receiver"],
             in: directory)
         defer { receiver.reap() }
         var device = ""
@@ -321,8 +326,10 @@ struct RealGPSDFaultTests {
         let log = try #require(logs.first)
         #expect(log.damagedLines.isEmpty)
         #expect(log.segments.count >= 2, "each outage is a segment: \(log.segments)")
-        print("receiver removed/re-added, gpsd killed/restarted: \(log.points.count) fixes, segment gaps (GPS s) "
-            + "\(log.segments.map { Int($0.gap) }), events \(log.events.map { "\($0.kind.rawValue) \($0.message ?? "")" })")
+        print(
+            "receiver removed/re-added, gpsd killed/restarted: \(log.points.count) fixes, segment gaps (GPS s) "
+                + "\(log.segments.map { Int($0.gap) }), events \(log.events.map { "\($0.kind.rawValue) \($0.message ?? "")" })"
+        )
         let times = log.points.map(\.fix.time)
         #expect(zip(times, times.dropFirst()).allSatisfy { $0 < $1 })
         let kinds = log.events.map(\.kind)
@@ -376,7 +383,10 @@ final class ScriptedServer: @unchecked Sendable {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                let number = server.lock.withLock { server.count += 1; return server.count }
+                let number = server.lock.withLock {
+                    server.count += 1
+                    return server.count
+                }
                 for step in script(number) {
                     switch step {
                     case let .send(text):

@@ -1,9 +1,8 @@
-
 import FieldLogFakes
 import FieldLogTestSupport
 import Foundation
-import Testing
 import Recording
+import Testing
 import WalkJournal
 import WalkModel
 
@@ -41,7 +40,8 @@ struct HostileGPSTests {
     ) async throws -> (Child, FakeGPSD) {
         let gpsd = try await FakeGPSD.start(script: script)
         let recorder = try Child(
-            Harness.fieldlog, ["run", "--gpsd", gpsd.address, "--state-dir", state, "--log-level", "warning"] + options,
+            Harness.fieldlog,
+            ["run", "--gpsd", gpsd.address, "--state-dir", state, "--log-level", "warning"] + options,
             in: directory)
         return (recorder, gpsd)
     }
@@ -85,7 +85,8 @@ struct HostileGPSTests {
     /// Once, one fix dated 2100 opened a walk `21000101T000000Z` and every later fix was dropped as "time did
     /// not advance" (31 of 60 kept), while status said "last fix 0 s ago".
     @Test func aFixDatedTwentyOneHundredMidWalkIsHeldAndTheWalkGoesOn() async throws {
-        let lines = Self.fixes(0..<30) + [FakeGPSD.tpv(time: "2100-01-01T00:00:00.000Z", lat: 52.85, lon: Self.longitude(30))]
+        let lines =
+            Self.fixes(0..<30) + [FakeGPSD.tpv(time: "2100-01-01T00:00:00.000Z", lat: 52.85, lon: Self.longitude(30))]
             + Self.fixes(30..<60)
         let port = Harness.freePort()
         let (recorder, gpsd) = try await record(["--http", "127.0.0.1:\(port)"]) { _ in
@@ -95,14 +96,16 @@ struct HostileGPSTests {
         // The last fix is journaled when gpsd goes quiet (2 s).
         try await waitFor(points: 60)
         // The page's process starts beside the recorder and reads its status within a second or so.
-        #expect(await waitUntil(timeout: 60) {
-            RawHTTP.get("/", port: port, readFor: 5).body.contains("1 fix dropped for an implausible GPS time")
-        }, "the live page's status line")
+        #expect(
+            await waitUntil(timeout: 60) {
+                RawHTTP.get("/", port: port, readFor: 5).body.contains("1 fix dropped for an implausible GPS time")
+            }, "the live page's status line")
         let status = try await fieldlog(["status", "--state-dir", state], in: directory)
         #expect(status.status == 0)
         #expect(status.stdout.contains("walk       20260518T090000Z (open)"), "\(status.stdout)")
-        #expect(status.stdout.contains(
-            "dropped    1 fix for an implausible GPS time (the latest from 2100-01-01T00:00:00Z), 0 for accuracy"),
+        #expect(
+            status.stdout.contains(
+                "dropped    1 fix for an implausible GPS time (the latest from 2100-01-01T00:00:00Z), 0 for accuracy"),
             "\(status.stdout)")
         #expect(StatusFile.read(directory: state)?.suspectFixes == 1)
         recorder.signal(SIGTERM)
@@ -116,14 +119,18 @@ struct HostileGPSTests {
         #expect(log.points.map(\.fix.time) == (0..<60).map { Self.start + Double($0) })
         let suspect = events(log, .timeSuspect)
         #expect(suspect.count == 1)
-        #expect(suspect.first?.message == "1 fix dropped for an implausible GPS time, from 2100-01-01T00:00:00Z (ahead of the monotonic clock)")
+        #expect(
+            suspect.first?.message
+                == "1 fix dropped for an implausible GPS time, from 2100-01-01T00:00:00Z (ahead of the monotonic clock)"
+        )
         // After the recorder stopped, the latest walk is the one walked.
         let export = try await fieldlog(["export", "--state-dir", state, "--format", "json", "-"], in: directory)
         let exported = try JSONSerialization.jsonObject(with: Data(export.stdout.utf8)) as? [String: Any]
         #expect((exported?["walk"] as? [String: Any])?["id"] as? String == "20260518T090000Z")
         #expect((exported?["track"] as? [Any])?.count == 60)
-        print("2100 fix mid-walk: walks \(logs.map(\.id)), \(log.points.count) of 60 good fixes journaled in the first, "
-            + "\(suspect.count) time_suspect event")
+        print(
+            "2100 fix mid-walk: walks \(logs.map(\.id)), \(log.points.count) of 60 good fixes journaled in the first, "
+                + "\(suspect.count) time_suspect event")
     }
 
     /// A stretch of fixes 1024 weeks in the past (the week-rollover bug): held and dropped, counted once.
@@ -135,14 +142,16 @@ struct HostileGPSTests {
         let log = try #require(logs.first)
         #expect(log.points.count == 60)
         let suspect = events(log, .timeSuspect)
-        #expect(suspect.map(\.message) == [
-            "100 fixes dropped for an implausible GPS time, from 2006-10-02T09:00:20Z (before 2010 or after 9999)"
-        ])
+        #expect(
+            suspect.map(\.message) == [
+                "100 fixes dropped for an implausible GPS time, from 2006-10-02T09:00:20Z (before 2010 or after 9999)"
+            ])
         let saved = try #require(StatusFile.read(directory: state))
         #expect(saved.suspectFixes == 100)
         #expect(saved.lastSuspectTime == "2006-10-02T09:00:20Z")
-        print("rollover stretch: \(log.points.count) of 60 good fixes journaled, \(saved.suspectFixes ?? 0) held and dropped, "
-            + "\(suspect.count) event")
+        print(
+            "rollover stretch: \(log.points.count) of 60 good fixes journaled, \(saved.suspectFixes ?? 0) held and dropped, "
+                + "\(suspect.count) event")
     }
 
     /// A receiver's cold-start clock (its firmware's date) after a restart: the interrupted walk used to be
@@ -158,11 +167,13 @@ struct HostileGPSTests {
         #expect(log.isOpen)
         #expect(events(log, .resumed).count == 1)
         let suspect = events(log, .timeSuspect)
-        #expect(suspect.map(\.message) == [
-            "15 fixes dropped for an implausible GPS time, from 2019-04-07T00:00:00Z (before the last good time)"
-        ])
-        print("cold-start clock after a restart: walks \(logs.map(\.id)), \(log.points.count) of 60 good fixes journaled in "
-            + "the first, \(suspect.count) time_suspect event")
+        #expect(
+            suspect.map(\.message) == [
+                "15 fixes dropped for an implausible GPS time, from 2019-04-07T00:00:00Z (before the last good time)"
+            ])
+        print(
+            "cold-start clock after a restart: walks \(logs.map(\.id)), \(log.points.count) of 60 good fixes journaled in "
+                + "the first, \(suspect.count) time_suspect event")
     }
 
     /// A receiver that corrects its time by 3 hours, every fix after agreeing: the new time is taken after
@@ -174,12 +185,14 @@ struct HostileGPSTests {
         #expect(logs.map(\.points.count) == [30, 30])
         #expect(logs.flatMap { events($0, .timeSuspect) }.isEmpty)
         let jumps = logs.flatMap { events($0, .timeJump) }
-        #expect(jumps.map(\.message) == [
-            "GPS time moved from 2026-05-18T09:00:29Z to 2026-05-18T12:00:30Z, confirmed by 5 fixes in a row"
-        ])
+        #expect(
+            jumps.map(\.message) == [
+                "GPS time moved from 2026-05-18T09:00:29Z to 2026-05-18T12:00:30Z, confirmed by 5 fixes in a row"
+            ])
         #expect(StatusFile.read(directory: state)?.suspectFixes == 0)
-        print("consistent correction of +3 h: \(logs.map(\.points.count)) fixes journaled in \(logs.count) walks, "
-            + "\(jumps.count) time_jump event")
+        print(
+            "consistent correction of +3 h: \(logs.map(\.points.count)) fixes journaled in \(logs.count) walks, "
+                + "\(jumps.count) time_jump event")
     }
 
     /// Speeds of 1e308 crashed the recorder ("Unable to encode Double.inf ... dist") and left
@@ -219,8 +232,10 @@ struct HostileGPSTests {
         for absurd in ["inf", "nan", "e+", "e308", "100000000000"] {
             #expect(!text.lowercased().contains(absurd), "\(absurd) in the journal")
         }
-        print("absurd speeds (1e308, 1e999, -1, 1000 m/s, NaN, 3 fixes each) and a 100 kB line: \(log.points.count) fixes, "
-            + "\(String(format: "%.1f", log.distance)) m against \(String(format: "%.1f", control)) m in the control run")
+        print(
+            "absurd speeds (1e308, 1e999, -1, 1000 m/s, NaN, 3 fixes each) and a 100 kB line: \(log.points.count) fixes, "
+                + "\(String(format: "%.1f", log.distance)) m against \(String(format: "%.1f", control)) m in the control run"
+        )
     }
 
     /// A journal that already holds an absurd distance (what a speed of 1e308 left before) is not resumed:
@@ -234,7 +249,8 @@ struct HostileGPSTests {
                 #"{"dist":\#(distance),"eph":5,"lat":52.85,"lon":\#(Self.longitude(second)),"mode":3,"seg":0,"speed":1.4,"#
                     + #""time":"\#(Timestamp.format(Self.start + Double(second)))","track":90,"type":"fix"}"#)
             if second == 0 {
-                lines.append(#"{"dist":0,"index":0,"lat":52.85,"lon":5.31,"time":"2026-05-18T09:00:00Z","type":"milestone"}"#)
+                lines.append(
+                    #"{"dist":0,"index":0,"lat":52.85,"lon":5.31,"time":"2026-05-18T09:00:00Z","type":"milestone"}"#)
             }
         }
         try (lines.joined(separator: "\n") + "\n").write(
@@ -245,13 +261,16 @@ struct HostileGPSTests {
         guard logs.count == 2 else { return }
         #expect(!logs[0].isOpen)
         #expect(logs[0].distance < 20, "closed at what its fixes give: \(logs[0].distance) m")
-        #expect(events(logs[0], .error).first?.message?.hasPrefix("not resumed: a distance of 100000000000.0 m in 9 s") == true)
+        #expect(
+            events(logs[0], .error).first?.message?.hasPrefix("not resumed: a distance of 100000000000.0 m in 9 s")
+                == true)
         #expect(logs[1].points.count == 20)
         #expect(logs[1].distance < 40)
         let walksOutput = try await fieldlog(["walks", "--state-dir", state], in: directory)
         #expect(!walksOutput.stdout.contains("100000000000"), "\(walksOutput.stdout)")
-        print("journal holding 100000000000 m: closed at \(String(format: "%.1f", logs[0].distance)) m, new walk of "
-            + "\(logs[1].points.count) fixes, \(String(format: "%.1f", logs[1].distance)) m")
+        print(
+            "journal holding 100000000000 m: closed at \(String(format: "%.1f", logs[0].distance)) m, new walk of "
+                + "\(logs[1].points.count) fixes, \(String(format: "%.1f", logs[1].distance)) m")
     }
 
     /// The distance fieldlog journals for `lines` in a state directory of its own.

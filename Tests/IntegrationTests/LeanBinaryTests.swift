@@ -1,4 +1,3 @@
-
 import FieldLogTestSupport
 import Foundation
 import Testing
@@ -12,7 +11,8 @@ import WalkSimulation
 struct LeanBinaryTests {
     let directory = Harness.temporaryDirectory()
     static let verify = Harness.repository + "/scripts/verify-foundation"
-    static let swiftc = ((ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { $0 + "/swiftc" }
+    static let swiftc =
+        ((ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { $0 + "/swiftc" }
         + ["/opt/swift/usr/bin/swiftc"]).first { FileManager.default.isExecutableFile(atPath: $0) }
 
     @Test func fieldlogLinksNoFoundationAndNoICU() async throws {
@@ -25,7 +25,9 @@ struct LeanBinaryTests {
     func aBinaryThatImportsFoundationFailsTheCheck() async throws {
         try "import Foundation\nprint(Date(), NSString(string: \"x\").length)\n"
             .write(toFile: directory + "/main.swift", atomically: true, encoding: .utf8)
-        let built = try await Child(Self.swiftc!, [directory + "/main.swift", "-o", directory + "/uses-foundation"], in: directory).wait(timeout: 300)
+        let built = try await Child(
+            Self.swiftc!, [directory + "/main.swift", "-o", directory + "/uses-foundation"], in: directory
+        ).wait(timeout: 300)
         try #require(built.status == 0, "\(built.stderr)")
         let outcome = try await Child(Self.verify, [directory + "/uses-foundation"], in: directory).wait(timeout: 60)
         #expect(outcome.status == 1)
@@ -47,8 +49,10 @@ struct LeanBinaryTests {
         let state = directory + "/state"
         let recorder = try Child(
             Harness.fieldlog,
-            ["run", "--gpsd", gpsd.address, "--state-dir", state, "--http", "127.0.0.1:\(Harness.freePort())",
-             "--photos-dir", Harness.repository + "/demo/photos", "--cache-dir", directory + "/cache"],
+            [
+                "run", "--gpsd", gpsd.address, "--state-dir", state, "--http", "127.0.0.1:\(Harness.freePort())",
+                "--photos-dir", Harness.repository + "/demo/photos", "--cache-dir", directory + "/cache",
+            ],
             in: directory)
         defer { recorder.reap() }
         let deadline = Date().addingTimeInterval(30)
@@ -62,8 +66,10 @@ struct LeanBinaryTests {
         }
         #expect(photos() >= 2, "photos were fetched and decoded")
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(recorder.pid)/task")) ?? []
-        let threads = tasks.compactMap { try? String(contentsOfFile: "/proc/\(recorder.pid)/task/\($0)/comm", encoding: .utf8) }
-            .map { $0.trimmingCharacters(in: .newlines) }
+        let threads = tasks.compactMap {
+            try? String(contentsOfFile: "/proc/\(recorder.pid)/task/\($0)/comm", encoding: .utf8)
+        }
+        .map { $0.trimmingCharacters(in: .newlines) }
         #expect(threads.contains("gpsd-reader"), "\(threads)")
         // libdispatch's threads are named after its root queues: "com.apple.root.default-qos.overcommit".
         #expect(!threads.contains { $0.contains("qos") || $0.contains("dispatch") }, "\(threads)")

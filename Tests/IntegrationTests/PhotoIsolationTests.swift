@@ -1,8 +1,8 @@
+import Exports
 import FieldLogTestSupport
 import Foundation
-import Testing
-import Exports
 import Photos
+import Testing
 import Thumbnailing
 import WalkJournal
 import WalkModel
@@ -46,7 +46,8 @@ private func rejection(_ body: () async throws -> Thumbnail) async -> ThumbnailE
 @Test func workerReportsWhyAPhotoIsRejected() async throws {
     let worker = IsolatedThumbnailer(executable: Harness.fieldlog, size: 320)
     #expect(await rejection { try await worker.thumbnail(of: []) }?.code == .empty)
-    #expect(await rejection { try await worker.thumbnail(of: try fixture("a07_bomb_header_65000.jpg")) }?.code == .tooLarge)
+    #expect(
+        await rejection { try await worker.thumbnail(of: try fixture("a07_bomb_header_65000.jpg")) }?.code == .tooLarge)
     #expect(await rejection { try await worker.thumbnail(of: try fixture("a06_corrupt_dht.jpg")) }?.code == .corrupt)
 }
 
@@ -91,7 +92,8 @@ private func rejection(_ body: () async throws -> Thumbnail) async -> ThumbnailE
     limits.wallSeconds = 1
     let worker = IsolatedThumbnailer(executable: try script("exec sleep 60", in: directory), size: 320, limits: limits)
     let error = await rejection { try await worker.thumbnail(of: try fixture("p13_aloeL.jpg")) }
-    #expect(error?.code == .crashed && error?.message.contains("longer than 1 s") == true, "\(String(describing: error))")
+    #expect(
+        error?.code == .crashed && error?.message.contains("longer than 1 s") == true, "\(String(describing: error))")
 }
 
 @Test func photoAttemptedTwiceWithoutOutcomeIsSuspect() {
@@ -102,7 +104,9 @@ private func rejection(_ body: () async throws -> Thumbnail) async -> ThumbnailE
     let used = PhotoCandidate(
         id: "used", title: "", ownerName: "", ownerID: "", license: "", pageURL: nil, latitude: 0, longitude: 0,
         imageURL: "")
-    log.apply(.photo(MilestonePhoto(milestone: 0, source: "local", outcome: .found(used, distance: 1, cacheKey: "local-used"))))
+    log.apply(
+        .photo(
+            MilestonePhoto(milestone: 0, source: "local", outcome: .found(used, distance: 1, cacheKey: "local-used"))))
     #expect(log.suspectPhotoIDs == ["bad"])
 }
 
@@ -126,7 +130,8 @@ struct LargePhotoTests {
             "--cache-dir", directory + "/cache",
         ]
         let cgroup = MemoryCgroup(limit: 256 << 20)
-        let recorder = try Child("/bin/sh", ["-c", (cgroup?.enterCommand ?? "") + "exec \"$@\"", "sh"] + run, in: directory)
+        let recorder = try Child(
+            "/bin/sh", ["-c", (cgroup?.enterCommand ?? "") + "exec \"$@\"", "sh"] + run, in: directory)
         let outcome = await recorder.wait(timeout: 120)
         await gpsd.wait()
         #expect(outcome.status == 0, "\(outcome.stderr)")
@@ -142,7 +147,8 @@ struct LargePhotoTests {
         #expect(log.pendingMilestones.isEmpty)
         #expect(log.milestones.allSatisfy { log.photos[$0.index]?.photo != nil }, "\(log.photos)")
         #expect(!log.usedPhotoIDs.contains("seeding_by_Clements_Engelhardt"))
-        #expect(log.events.contains { $0.kind == .error && $0.message?.contains("seeding_by_Clements_Engelhardt") == true })
+        #expect(
+            log.events.contains { $0.kind == .error && $0.message?.contains("seeding_by_Clements_Engelhardt") == true })
         #expect(log.events.filter { $0.kind == .sessionStart }.count == 1, "the recorder never restarted")
     }
 }
@@ -162,7 +168,9 @@ struct LargePhotoTests {
     let worker = try script(
         #"printf '{"geotag":"geotagged","latitude":1,"longitude":2,"title":"t","artist":"a","copyright":"c","taken":""}\n'; kill -SEGV $$"#,
         in: directory)
-    let records = ExifReading.isolated(executable: worker, limits: PhotoWorkLimits()).read(["/a.jpg", "/b.jpg", "/c.jpg"])
+    let records = ExifReading.isolated(executable: worker, limits: PhotoWorkLimits()).read([
+        "/a.jpg", "/b.jpg", "/c.jpg",
+    ])
     #expect(records.map(\.geotag) == [.geotagged, .unreadable, .geotagged])
     #expect(records[2].latitude == 1 && records[2].title == "t")
 }
@@ -170,5 +178,7 @@ struct LargePhotoTests {
 @Test func tailLeavesOutPhotoAttempts() {
     let formatter = TailFormatter()
     #expect(formatter.line(for: .event(JournalEvent(kind: .photoAttempt, wall: 0, message: "p1"))) == nil)
-    #expect(formatter.line(for: .event(JournalEvent(kind: .storageFailed, wall: 0, message: "full")))?.contains("storage failed: full") == true)
+    #expect(
+        formatter.line(for: .event(JournalEvent(kind: .storageFailed, wall: 0, message: "full")))?.contains(
+            "storage failed: full") == true)
 }

@@ -1,15 +1,14 @@
+import FieldLogFakes
+import FieldLogTestSupport
 import Foundation
 import Logging
 import NIOCore
-import Testing
-import FieldLogFakes
-import FieldLogTestSupport
 import Photos
 import Recording
+import Testing
 import Thumbnailing
 import WalkJournal
 import WalkModel
-
 
 /// Sources in order of preference: the parse and the defaults of `--photo-sources`, and a photo service
 /// with Flickr then Commons (both fakes on loopback, real thumbnails by libjpeg) falling through when
@@ -32,7 +31,8 @@ struct PhotoSourceChainTests {
         #expect(PhotoSourceChain.defaultNames(hasPhotosDirectory: true, hasFlickrKey: true) == ["local"])
         #expect(PhotoSourceChain.defaultNames(hasPhotosDirectory: false, hasFlickrKey: true) == ["flickr", "commons"])
         #expect(PhotoSourceChain.defaultNames(hasPhotosDirectory: false, hasFlickrKey: false) == ["commons"])
-        let commons = PhotoSourceChain.Member(name: "commons", source: NothingSource(), maxRadius: CommonsSource.maxRadius)
+        let commons = PhotoSourceChain.Member(
+            name: "commons", source: NothingSource(), maxRadius: CommonsSource.maxRadius)
         #expect(commons.radii == [100, 500, 2_000, 8_000, 10_000])
         #expect(PhotoSourceChain.Member(name: "flickr", source: NothingSource()).radii == PhotoService.radii)
     }
@@ -48,16 +48,23 @@ struct PhotoSourceChainTests {
         for index in 0..<withPhotos {
             let spot = Geodesy.destination(Self.origin.lat, Self.origin.lon, bearing: 90, distance: Double(index) * 100)
             let beside = Geodesy.destination(spot.lat, spot.lon, bearing: 0, distance: 25)
-            commons.add(.init(pageID: 500 + index, latitude: beside.lat, longitude: beside.lon, name: "View \(index).jpg",
-                              taken: "2020-0\(1 + index % 9)-01 12:00:00", jpeg: PhotoTests.jpeg))
+            commons.add(
+                .init(
+                    pageID: 500 + index, latitude: beside.lat, longitude: beside.lon, name: "View \(index).jpg",
+                    taken: "2020-0\(1 + index % 9)-01 12:00:00", jpeg: PhotoTests.jpeg))
         }
         let recorder = try WalkRecorder(store: store, limits: WalkLimits(), logger: quietLogger)
         let sources: [PhotoSourceChain.Member] = [
-            .init(name: "flickr", source: try FlickrSource(
-                apiKey: flickrKey, endpoint: flickr.endpoint, budget: RequestBudget(perHour: 360_000, burst: 100))),
-            .init(name: "commons", source: try CommonsSource(
-                endpoint: commons.endpoint, budget: RequestBudget(perHour: 360_000, burst: 100),
-                userAgent: CommonsSource.userAgent(version: "test", contact: nil)), maxRadius: CommonsSource.maxRadius),
+            .init(
+                name: "flickr",
+                source: try FlickrSource(
+                    apiKey: flickrKey, endpoint: flickr.endpoint, budget: RequestBudget(perHour: 360_000, burst: 100))),
+            .init(
+                name: "commons",
+                source: try CommonsSource(
+                    endpoint: commons.endpoint, budget: RequestBudget(perHour: 360_000, burst: 100),
+                    userAgent: CommonsSource.userAgent(version: "test", contact: nil)),
+                maxRadius: CommonsSource.maxRadius),
         ]
         let service = PhotoService(
             sources: sources, journal: recorder, store: store,
@@ -114,24 +121,44 @@ struct PhotoSourceChainTests {
         let id = try PendingWalks.write(start: 1_780_000_000, origin: Self.origin, milestones: 3, in: store)
         // `metres` from milestone `index`, towards `bearing`.
         let spot = { (index: Int, bearing: Double, metres: Double) in
-            let milestone = Geodesy.destination(Self.origin.lat, Self.origin.lon, bearing: 90, distance: Double(index) * 100)
+            let milestone = Geodesy.destination(
+                Self.origin.lat, Self.origin.lon, bearing: 90, distance: Double(index) * 100)
             return Geodesy.destination(milestone.lat, milestone.lon, bearing: bearing, distance: metres)
         }
         let city = spot(0, 0, 5), inside = spot(0, 0, 10), street = spot(0, 0, 60)
-        flickr.add(.init(id: "71", latitude: city.lat, longitude: city.lon, title: "Amsterdam", owner: "1@N01", accuracy: 11, jpeg: PhotoTests.jpeg))
-        flickr.add(.init(id: "72", latitude: inside.lat, longitude: inside.lon, title: "Kitchen", owner: "2@N01", context: 1, jpeg: PhotoTests.jpeg))
-        flickr.add(.init(id: "73", latitude: street.lat, longitude: street.lon, title: "Canal", owner: "3@N01", context: 2, jpeg: PhotoTests.jpeg))
+        flickr.add(
+            .init(
+                id: "71", latitude: city.lat, longitude: city.lon, title: "Amsterdam", owner: "1@N01", accuracy: 11,
+                jpeg: PhotoTests.jpeg))
+        flickr.add(
+            .init(
+                id: "72", latitude: inside.lat, longitude: inside.lon, title: "Kitchen", owner: "2@N01", context: 1,
+                jpeg: PhotoTests.jpeg))
+        flickr.add(
+            .init(
+                id: "73", latitude: street.lat, longitude: street.lon, title: "Canal", owner: "3@N01", context: 2,
+                jpeg: PhotoTests.jpeg))
         // Five shots two seconds apart, halfway between milestones 1 and 2.
         let burst = spot(1, 90, 50)
         for shot in 0..<5 {
-            flickr.add(.init(id: "80\(shot)", latitude: burst.lat, longitude: burst.lon, title: "Bridge", owner: "4@N01",
-                             taken: "2024-05-18 10:00:0\(shot * 2)", jpeg: PhotoTests.jpeg))
+            flickr.add(
+                .init(
+                    id: "80\(shot)", latitude: burst.lat, longitude: burst.lon, title: "Bridge", owner: "4@N01",
+                    taken: "2024-05-18 10:00:0\(shot * 2)", jpeg: PhotoTests.jpeg))
         }
         let other = spot(2, 0, 60)
-        flickr.add(.init(id: "90", latitude: other.lat, longitude: other.lon, title: "Houseboat", owner: "5@N01", jpeg: PhotoTests.jpeg))
+        flickr.add(
+            .init(
+                id: "90", latitude: other.lat, longitude: other.lon, title: "Houseboat", owner: "5@N01",
+                jpeg: PhotoTests.jpeg))
         let service = PhotoService(
-            sources: [.init(name: "flickr", source: try FlickrSource(
-                apiKey: FakeFlickr.apiKey, endpoint: flickr.endpoint, budget: RequestBudget(perHour: 360_000, burst: 100)))],
+            sources: [
+                .init(
+                    name: "flickr",
+                    source: try FlickrSource(
+                        apiKey: FakeFlickr.apiKey, endpoint: flickr.endpoint,
+                        budget: RequestBudget(perHour: 360_000, burst: 100)))
+            ],
             journal: try WalkRecorder(store: store, limits: WalkLimits(), logger: quietLogger), store: store,
             thumbnails: try ThumbnailCache(directory: directory + "/cache"), thumbnailer: Thumbnailer(),
             logger: quietLogger, maxBackoff: 2)
@@ -139,7 +166,9 @@ struct PhotoSourceChainTests {
         try await service.run()
         let log = try store.read(id)
         #expect(log.photos[0]?.photo?.id == "73")
-        #expect(log.photos[0]?.why?.hasPrefix("nearest street-level of 3 candidates, 3 owners") == true, "\(String(describing: log.photos[0]?.why))")
+        #expect(
+            log.photos[0]?.why?.hasPrefix("nearest street-level of 3 candidates, 3 owners") == true,
+            "\(String(describing: log.photos[0]?.why))")
         #expect(log.photos[1]?.photo?.id == "800")
         #expect(log.photos[2]?.photo?.id == "90", "not a second shot of the burst")
     }
@@ -147,6 +176,7 @@ struct PhotoSourceChainTests {
 
 /// A source with nothing anywhere.
 private struct NothingSource: PhotoSource {
-    func search(latitude: Double, longitude: Double, radius: Double) async throws(PhotoSourceError) -> [PhotoCandidate] { [] }
+    func search(latitude: Double, longitude: Double, radius: Double) async throws(PhotoSourceError) -> [PhotoCandidate]
+    { [] }
     func image(of candidate: PhotoCandidate, limit: Int) async throws(PhotoSourceError) -> [UInt8] { [] }
 }

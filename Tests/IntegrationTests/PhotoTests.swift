@@ -1,12 +1,11 @@
-
 import FieldLogFakes
 import FieldLogTestSupport
 import Foundation
 import Testing
-import WalkSimulation
 import Thumbnailing
 import WalkJournal
 import WalkModel
+import WalkSimulation
 
 /// Milestone photos end to end: gpsfake replays a walk, fieldlog asks a fake Flickr on loopback.
 @Suite(.serialized, .enabled(if: Harness.gpsfakeAvailable, "needs gpsd and gpsfake (apt: gpsd gpsd-clients)"))
@@ -19,7 +18,8 @@ struct PhotoTests {
     /// A real photo (640 px wide) from the demo's folder, as a fake Flickr serves it.
     static let jpeg: [UInt8] = {
         let folder = Harness.repository + "/demo/photos"
-        let name = try! FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".jpg") }.sorted()[0]
+        let name = try! FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".jpg") }
+            .sorted()[0]
         return [UInt8](FileManager.default.contents(atPath: folder + "/" + name)!)
     }()
 
@@ -33,8 +33,10 @@ struct PhotoTests {
         for hundred in 0...12 {
             let onPath = Geodesy.destination(start.lat, start.lon, bearing: 45, distance: Double(hundred) * 100)
             let beside = Geodesy.destination(onPath.lat, onPath.lon, bearing: 135, distance: 30)
-            flickr.add(.init(id: "5100\(hundred)", latitude: beside.lat, longitude: beside.lon,
-                             title: "View \(hundred)", jpeg: Self.jpeg))
+            flickr.add(
+                .init(
+                    id: "5100\(hundred)", latitude: beside.lat, longitude: beside.lon,
+                    title: "View \(hundred)", jpeg: Self.jpeg))
         }
         return (capture, walk)
     }
@@ -42,8 +44,10 @@ struct PhotoTests {
     func run(_ capture: String, extra: [String] = [], key: String = FakeFlickr.apiKey) async throws -> Outcome {
         let gpsd = try await GPSFake(capture: capture, delay: 0.002, in: directory)
         let outcome = try await fieldlog(
-            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
-             "--flickr-endpoint", flickr.endpoint, "--photo-retry-max", "2"] + extra,
+            [
+                "run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
+                "--flickr-endpoint", flickr.endpoint, "--photo-retry-max", "2",
+            ] + extra,
             in: directory, environment: ["FLICKR_API_KEY": key])
         await gpsd.wait()
         return outcome
@@ -70,7 +74,9 @@ struct PhotoTests {
         try await flickr.start()
         let (capture, _) = try walkWithPhotos()
         // Closer to some milestones than their good photo: images that must be skipped.
-        for (index, fault) in [(2, FakeFlickr.ImageFault.notFound), (4, .truncated), (6, .bomb), (8, .png), (10, .html), (12, .corrupt)] {
+        for (index, fault) in [
+            (2, FakeFlickr.ImageFault.notFound), (4, .truncated), (6, .bomb), (8, .png), (10, .html), (12, .corrupt),
+        ] {
             let start = Geodesy.destination(55.9486, -3.1999, bearing: 45, distance: Double(index) * 100)
             let id = "6600\(index)"
             flickr.add(.init(id: id, latitude: start.lat, longitude: start.lon, title: "Bad \(index)", jpeg: Self.jpeg))
@@ -91,10 +97,13 @@ struct PhotoTests {
         #expect(log.events.filter { $0.kind == .error }.count >= 6, "skipped images are journaled")
         // The cache holds real thumbnails, and stays under its limit.
         let files = try FileManager.default.contentsOfDirectory(atPath: cache).filter { $0.hasSuffix(".jpg") }
-        let total = try files.reduce(0) { $0 + (try FileManager.default.attributesOfItem(atPath: cache + "/" + $1)[.size] as! Int) }
+        let total = try files.reduce(0) {
+            $0 + (try FileManager.default.attributesOfItem(atPath: cache + "/" + $1)[.size] as! Int)
+        }
         #expect(total <= 200_000)
         let file = try #require(files.first)
-        let thumbnail = try Thumbnailer(size: 320).thumbnail(of: [UInt8](FileManager.default.contents(atPath: cache + "/" + file)!))
+        let thumbnail = try Thumbnailer(size: 320).thumbnail(
+            of: [UInt8](FileManager.default.contents(atPath: cache + "/" + file)!))
         #expect(max(thumbnail.width, thumbnail.height) == 320)
         // The export tells which thumbnails the cache still holds: take one away.
         try FileManager.default.removeItem(atPath: cache + "/" + file)
@@ -102,7 +111,9 @@ struct PhotoTests {
             ["export", "--state-dir", state, "--cache-dir", cache, "--format", "json", "-"], in: directory)
         #expect(export.status == 0, "\(export.stderr)")
         let document = try #require(try JSONSerialization.jsonObject(with: Data(export.stdout.utf8)) as? [String: Any])
-        let exported = try #require(document["milestones"] as? [[String: Any]]).compactMap { $0["photo"] as? [String: Any] }
+        let exported = try #require(document["milestones"] as? [[String: Any]]).compactMap {
+            $0["photo"] as? [String: Any]
+        }
         #expect(exported.count == photos.count)
         for photo in exported {
             let key = try #require(photo["cache_key"] as? String)
@@ -137,8 +148,10 @@ struct PhotoTests {
 
         let gpsd = try await GPSFake(capture: capture, delay: 0.002, in: directory)
         let outcome = try await fieldlog(
-            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
-             "--photos-dir", photos, "--photo-sources", "local"],
+            [
+                "run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
+                "--photos-dir", photos, "--photo-sources", "local",
+            ],
             in: directory)
         await gpsd.wait()
         #expect(outcome.status == 0, "\(outcome.stderr)")
@@ -158,8 +171,10 @@ struct PhotoTests {
         let gpsd = try await GPSFake(capture: capture, delay: 0.004, in: directory)
         let recorder = try Child(
             Harness.fieldlog,
-            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
-             "--flickr-endpoint", "http://127.0.0.1:\(port)/services/rest/", "--photo-retry-max", "1"],
+            [
+                "run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
+                "--flickr-endpoint", "http://127.0.0.1:\(port)/services/rest/", "--photo-retry-max", "1",
+            ],
             in: directory, environment: ["FLICKR_API_KEY": FakeFlickr.apiKey])
         // Offline for the first half of the walk.
         let deadline = Date().addingTimeInterval(120)
@@ -219,8 +234,10 @@ struct PhotoTests {
         #expect(FileManager.default.createFile(atPath: credentials + "/flickr-api-key", contents: Data("\n".utf8)))
         let gpsd = try await GPSFake(capture: Harness.capture("bu303-moving"), in: directory)
         let outcome = try await fieldlog(
-            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
-             "--api-key-file", "flickr-api-key"],
+            [
+                "run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache,
+                "--api-key-file", "flickr-api-key",
+            ],
             in: directory, environment: ["CREDENTIALS_DIRECTORY": credentials])
         await gpsd.wait()
         #expect(outcome.status == 0, "\(outcome.stderr)")
@@ -233,19 +250,20 @@ struct PhotoTests {
         let (capture, walk) = try walkWithPhotos()
         let credentials = directory + "/credentials"
         try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
-        #expect(FileManager.default.createFile(
-            atPath: credentials + "/flickr-api-key", contents: Data((FakeFlickr.apiKey + "\n").utf8)))
+        #expect(
+            FileManager.default.createFile(
+                atPath: credentials + "/flickr-api-key", contents: Data((FakeFlickr.apiKey + "\n").utf8)))
         let gpsd = try await GPSFake(capture: capture, delay: 0.002, in: directory)
         let config = directory + "/fieldlog.conf"
         try """
-            # as an administrator would write it
-            gpsd: \(gpsd.address)
-            state-dir: \(state)
-            cache-dir: \(cache)
-            flickr-endpoint: \(flickr.endpoint)
-            photo-retry-max: 2
-            every: 200
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+        # as an administrator would write it
+        gpsd: \(gpsd.address)
+        state-dir: \(state)
+        cache-dir: \(cache)
+        flickr-endpoint: \(flickr.endpoint)
+        photo-retry-max: 2
+        every: 200
+        """.write(toFile: config, atomically: true, encoding: .utf8)
         // The command line wins over the file; an empty $FLICKR_API_KEY is no key.
         let outcome = try await fieldlog(
             ["run", "--once", "--every", "250"], in: directory,

@@ -10,7 +10,8 @@ import Thumbnailing
 
 private enum PowerCutLayer {
     static let script = Harness.repository + "/reliability/powercut/layer.py"
-    static let available = getuid() == 0 && access("/dev/fuse", R_OK | W_OK) == 0
+    static let available =
+        getuid() == 0 && access("/dev/fuse", R_OK | W_OK) == 0
         && FileManager.default.fileExists(atPath: "/usr/lib/python3/dist-packages/fusepy.py")
 }
 

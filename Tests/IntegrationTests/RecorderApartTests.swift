@@ -36,9 +36,11 @@ struct RecorderApartTests {
         // Nothing listens where sharing sends: its process retries, which is all this test needs of it.
         let recorder = try Child(
             Harness.fieldlog,
-            ["run", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", directory + "/cache",
-             "--photo-sources", "none", "--http", "127.0.0.1:\(port)",
-             "--share", "mqtt://127.0.0.1:\(Harness.freePort())/"],
+            [
+                "run", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", directory + "/cache",
+                "--photo-sources", "none", "--http", "127.0.0.1:\(port)",
+                "--share", "mqtt://127.0.0.1:\(Harness.freePort())/",
+            ],
             in: directory)
         #expect(await waitUntil { helper("live-page")?.running == true && helper("live-share")?.running == true })
         #expect(await waitUntil { pageAnswers(port) })
@@ -53,10 +55,11 @@ struct RecorderApartTests {
             let first = try #require(helper(name)?.pid)
             #expect(first != recorder.pid)
             kill(first, SIGKILL)
-            #expect(await waitUntil {
-                guard let now = helper(name) else { return false }
-                return now.running && now.restarts == 1 && now.pid != first && now.lastExit == "killed by signal 9"
-            }, "\(name) was not started again: \(String(describing: helper(name)))")
+            #expect(
+                await waitUntil {
+                    guard let now = helper(name) else { return false }
+                    return now.running && now.restarts == 1 && now.pid != first && now.lastExit == "killed by signal 9"
+                }, "\(name) was not started again: \(String(describing: helper(name)))")
         }
         #expect(await waitUntil { pageAnswers(port) })
         let status = try await fieldlog(["status", "--state-dir", state], in: directory)
@@ -85,7 +88,8 @@ struct RecorderApartTests {
     func longWalkGoingOn(hours: Double, thenSeconds seconds: Int) throws -> (capture: String, fixes: Int) {
         var walk = SyntheticWalk(heading: 30)
         walk.add([.walk(seconds: Int(hours * 3600), speed: 1.4, turn: 0.01)])
-        let recorder = try WalkRecorder(store: JournalStore(directory: state), limits: WalkLimits(), logger: quietLogger)
+        let recorder = try WalkRecorder(
+            store: JournalStore(directory: state), limits: WalkLimits(), logger: quietLogger)
         for fix in walk.fixes { recorder.record(fix) }
         recorder.finishSession(reason: "test: the first part of the walk")
         walk.clear()
@@ -114,7 +118,8 @@ struct RecorderApartTests {
             Harness.fieldlog, "run", "--gpsd", "127.0.0.1:\(gpsdPort)", "--state-dir", state, "--cache-dir",
             directory + "/cache", "--photo-sources", "none", "--http", "127.0.0.1:\(port)",
         ]
-        let recorder = try Child("/bin/sh", ["-c", (cgroup?.enterCommand ?? "") + "exec \"$@\"", "sh"] + run, in: directory)
+        let recorder = try Child(
+            "/bin/sh", ["-c", (cgroup?.enterCommand ?? "") + "exec \"$@\"", "sh"] + run, in: directory)
         let started = Date()
         #expect(await waitUntil(timeout: 60) { pageAnswers(port) })
         let startup = Date().timeIntervalSince(started)
@@ -148,9 +153,11 @@ struct RecorderApartTests {
         #expect(outcome.status == 0, "\(outcome.stderr)")
         if let cgroup { #expect(cgroup.peakBytes <= 256 << 20) }
         let log = try store.read(walkID)
-        print("64 clients never reading /walk.json of a \(journalBytes >> 10) KiB journal (page up after \(String(format: "%.1f", startup)) s): the phone's GET / answered \(answered) of 5 "
-            + "(\(times.map { String(format: "%.2f", $0) }.joined(separator: ", ")) s); cgroup peak \((cgroup?.peakBytes ?? 0) >> 20) MiB, "
-            + "OOM kills \(cgroup?.oomKills ?? 0); \(log.points.count - fixesBefore) of \(seconds) fixes journaled; recorder pid \(recorderPid) throughout")
+        print(
+            "64 clients never reading /walk.json of a \(journalBytes >> 10) KiB journal (page up after \(String(format: "%.1f", startup)) s): the phone's GET / answered \(answered) of 5 "
+                + "(\(times.map { String(format: "%.2f", $0) }.joined(separator: ", ")) s); cgroup peak \((cgroup?.peakBytes ?? 0) >> 20) MiB, "
+                + "OOM kills \(cgroup?.oomKills ?? 0); \(log.points.count - fixesBefore) of \(seconds) fixes journaled; recorder pid \(recorderPid) throughout"
+        )
         #expect(
             log.points.count - fixesBefore >= seconds - 2,
             "\(log.points.count - fixesBefore) of \(seconds) fixes journaled; the recorder said:\n\(outcome.stderr)")
@@ -159,7 +166,9 @@ struct RecorderApartTests {
 
     static func maps(_ pid: Int32) -> String {
         // Read to its end: procfs files say they are empty.
-        FileHandle(forReadingAtPath: "/proc/\(pid)/maps").map { String(decoding: $0.readDataToEndOfFile(), as: UTF8.self) } ?? ""
+        FileHandle(forReadingAtPath: "/proc/\(pid)/maps").map {
+            String(decoding: $0.readDataToEndOfFile(), as: UTF8.self)
+        } ?? ""
     }
 
     /// A client with a 4 KiB receive buffer (set before connecting, so that the window stays small).
@@ -173,7 +182,9 @@ struct RecorderApartTests {
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard result == 0 else {
             close(fd)

@@ -1,12 +1,11 @@
-
 import FieldLogTestSupport
 import Foundation
 import Logging
-import Testing
-import WalkSimulation
 import Recording
+import Testing
 import WalkJournal
 import WalkModel
+import WalkSimulation
 
 /// fieldlog against a real gpsd fed by gpsfake: real captures and long generated walks.
 @Suite(.serialized, .enabled(if: Harness.gpsfakeAvailable, "needs gpsd and gpsfake (apt: gpsd gpsd-clients)"))
@@ -17,7 +16,8 @@ struct ReplayTests {
     /// Replays `capture` once through a private gpsd and records it with `fieldlog run --once`.
     func record(_ capture: String, extra: [String] = [], delay: Double = 0.002) async throws -> Outcome {
         let gpsd = try await GPSFake(capture: capture, delay: delay, in: directory)
-        let outcome = try await fieldlog(["run", "--once", "--gpsd", gpsd.address, "--state-dir", state] + extra, in: directory)
+        let outcome = try await fieldlog(
+            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state] + extra, in: directory)
         await gpsd.wait()
         return outcome
     }
@@ -118,7 +118,9 @@ struct ReplayTests {
     /// The distance goals through a real gpsd: switchbacks from a receiver that measures its speed, and a
     /// curvy path from one that does not (empty RMC speed, so gpsd derives a speed and sends no track).
     @Test(arguments: [(PathShape.switchbacks, true, 0.03), (.curvy, false, 0.06)])
-    func realisticReceiverThroughGPSDMeasuresWhatWasWalked(shape: PathShape, measuresSpeed: Bool, tolerance: Double)
+    func realisticReceiverThroughGPSDMeasuresWhatWasWalked(
+        shape: PathShape, measuresSpeed: Bool, tolerance: Double
+    )
         async throws
     {
         let walk = shape.walk(receiver: .realistic(wander: 5, reportedError: 2, measuresSpeed: measuresSpeed), seed: 4)
@@ -165,7 +167,9 @@ struct ReplayTests {
         #expect(Set(log.points.map(\.segment)) == [0, 1])
         // Standing still for 10 minutes (from 30:00 to 40:00) adds at most 10 m to what was walked before.
         let afterStop = try #require(log.points.last { $0.fix.time <= walk.startTime + 2400 }).distance
-        #expect(afterStop <= walk.distanceAfterStretch[0] + 10, "\(afterStop) m after walking \(walk.distanceAfterStretch[0]) m")
+        #expect(
+            afterStop <= walk.distanceAfterStretch[0] + 10,
+            "\(afterStop) m after walking \(walk.distanceAfterStretch[0]) m")
     }
 }
 
@@ -275,7 +279,8 @@ struct DaemonTests {
         let second = try capture(
             &walk, "second", [.noFix(seconds: 60, speed: 1.4), .walk(seconds: 900, speed: 1.4, turn: -0.02)])
         let restartedGPSD = try await GPSFake(capture: second, delay: 0.002, in: directory)
-        let outcome = try await fieldlog(["run", "--once", "--gpsd", restartedGPSD.address, "--state-dir", state], in: directory)
+        let outcome = try await fieldlog(
+            ["run", "--once", "--gpsd", restartedGPSD.address, "--state-dir", state], in: directory)
         await restartedGPSD.wait()
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let logs = try walks()
@@ -289,7 +294,8 @@ struct DaemonTests {
         #expect(log.milestones.map(\.index) == Array(0..<log.milestones.count), "no milestone twice")
         #expect(log.events.contains { $0.kind == .resumed })
         // What was walked while fieldlog was down is bridged: the distance is the walk's.
-        #expect(abs(log.distance - walk.trueDistance) / walk.trueDistance < 0.02, "\(log.distance) of \(walk.trueDistance)")
+        #expect(
+            abs(log.distance - walk.trueDistance) / walk.trueDistance < 0.02, "\(log.distance) of \(walk.trueDistance)")
         // One milestone for every hundred metres reached at a recorded fix; a bridged gap crossing several
         // hundreds gives one, since nobody knows where the walker was in between.
         let hundreds = Set(log.points.map { Int($0.distance / 100) })

@@ -1,7 +1,7 @@
-import Foundation
-import Testing
 import FieldLogTestSupport
+import Foundation
 import Sharing
+import Testing
 import WalkJournal
 import WalkModel
 
@@ -54,16 +54,21 @@ final class SharingCredentialsTests {
         let gpsd = try await GPSFake(capture: capture, delay: 0.006, in: directory)
         let recorder = try Child(
             Harness.fieldlog,
-            ["run", "--gpsd", gpsd.address, "--state-dir", state, "--share", broker.url, "--share", hiker.url,
-             "--share", open.url, "--share-device", "testdev", "--share-credentials", file, "--share-rate", "50"],
+            [
+                "run", "--gpsd", gpsd.address, "--state-dir", state, "--share", broker.url, "--share", hiker.url,
+                "--share", open.url, "--share-device", "testdev", "--share-credentials", file, "--share-rate", "50",
+            ],
             in: directory)
         defer { recorder.reap() }
         await gpsd.wait()
         for (name, received) in [
-            ("broker", { subscriber.messages.map(\.json) }), ("hiker", { self.json(hiker) }), ("open", { self.json(open) }),
+            ("broker", { subscriber.messages.map(\.json) }), ("hiker", { self.json(hiker) }),
+            ("open", { self.json(open) }),
         ] as [(String, () -> [[String: Any]])] {
             let (expected, comparison) = try await SharingHarness.waitForAll(received, state: state, timeout: 90)
-            #expect(comparison.missing.isEmpty && expected.count > 20, "\(name): missing \(comparison.missing.count) of \(expected.count)")
+            #expect(
+                comparison.missing.isEmpty && expected.count > 20,
+                "\(name): missing \(comparison.missing.count) of \(expected.count)")
         }
         #expect(hiker.authorizations == ["hiker:\(Self.hikerPassword)"], "\(hiker.authorizations)")
         #expect(open.authorizations.isEmpty, "a URL without a user gets no Authorization: \(open.authorizations)")
@@ -73,7 +78,9 @@ final class SharingCredentialsTests {
         for secret in [MosquittoBroker.password, Self.hikerPassword] {
             #expect(!outcome.stderr.contains(secret))
             for name in try FileManager.default.contentsOfDirectory(atPath: state) {
-                #expect(!(String(data: FileManager.default.contents(atPath: state + "/" + name) ?? Data(), encoding: .utf8) ?? "").contains(secret), "\(name)")
+                #expect(
+                    !(String(data: FileManager.default.contents(atPath: state + "/" + name) ?? Data(), encoding: .utf8)
+                        ?? "").contains(secret), "\(name)")
             }
         }
         await broker.stop()
@@ -89,19 +96,29 @@ final class SharingCredentialsTests {
         let gpsd = try await GPSFake(capture: capture, delay: 0.006, in: directory)
         let recorder = try Child(
             Harness.fieldlog,
-            ["run", "--gpsd", gpsd.address, "--state-dir", state, "--share", server.url, "--share-device", "testdev",
-             "--share-credentials", try credentials([(server.url, Self.hikerPassword)]), "--share-rate", "50",
-             "--share-rejected-retry", "1"],
+            [
+                "run", "--gpsd", gpsd.address, "--state-dir", state, "--share", server.url, "--share-device", "testdev",
+                "--share-credentials", try credentials([(server.url, Self.hikerPassword)]), "--share-rate", "50",
+                "--share-rejected-retry", "1",
+            ],
             in: directory)
         defer { recorder.reap() }
         await gpsd.wait()
-        let (expected, comparison) = try await SharingHarness.waitForAll({ self.json(server) }, state: state, timeout: 90)
-        #expect(comparison.missing.isEmpty && expected.count > 20, "missing \(comparison.missing.count) of \(expected.count)")
-        #expect(await waitUntil(timeout: 30) { ShareStatusFile.read(directory: self.state)?.destinations.first?.connection == .connected })
+        let (expected, comparison) = try await SharingHarness.waitForAll(
+            { self.json(server) }, state: state, timeout: 90)
+        #expect(
+            comparison.missing.isEmpty && expected.count > 20,
+            "missing \(comparison.missing.count) of \(expected.count)")
+        #expect(
+            await waitUntil(timeout: 30) {
+                ShareStatusFile.read(directory: self.state)?.destinations.first?.connection == .connected
+            })
         recorder.signal(SIGTERM)
         let outcome = await recorder.wait(timeout: 20)
         #expect(outcome.status == 0)
-        #expect(outcome.stderr.components(separatedBy: "the server refused the credentials (HTTP 403); asking again in 1 s").count - 1 == 1, "\(outcome.stderr)")
+        #expect(
+            outcome.stderr.components(separatedBy: "the server refused the credentials (HTTP 403); asking again in 1 s")
+                .count - 1 == 1, "\(outcome.stderr)")
         #expect(outcome.stderr.contains("the credentials are accepted again"))
         #expect(try shareEvents().count == 1)
         #expect(!outcome.stderr.contains(Self.hikerPassword))
@@ -118,9 +135,11 @@ final class SharingCredentialsTests {
         let gpsd = try await GPSFake(capture: capture, delay: 0.006, in: directory)
         let recorder = try Child(
             Harness.fieldlog,
-            ["run", "--gpsd", gpsd.address, "--state-dir", state, "--share", url, "--share-device", "testdev",
-             "--share-credentials", try credentials([(url, Self.hikerPassword)]), "--share-rate", "50",
-             "--share-rejected-retry", "1"],
+            [
+                "run", "--gpsd", gpsd.address, "--state-dir", state, "--share", url, "--share-device", "testdev",
+                "--share-credentials", try credentials([(url, Self.hikerPassword)]), "--share-rate", "50",
+                "--share-rejected-retry", "1",
+            ],
             in: directory)
         defer { recorder.reap() }
         let refused = await waitUntil(timeout: 60) {
@@ -130,12 +149,17 @@ final class SharingCredentialsTests {
         try broker.addUser("hiker", password: Self.hikerPassword)
         await gpsd.wait()
         let (expected, comparison) = try await SharingHarness.waitForAll(
-            { subscriber.messages.filter { $0.topic == "owntracks/hiker/testdev" }.map(\.json) }, state: state, timeout: 120)
-        #expect(comparison.missing.isEmpty && expected.count > 20, "missing \(comparison.missing.count) of \(expected.count)")
+            { subscriber.messages.filter { $0.topic == "owntracks/hiker/testdev" }.map(\.json) }, state: state,
+            timeout: 120)
+        #expect(
+            comparison.missing.isEmpty && expected.count > 20,
+            "missing \(comparison.missing.count) of \(expected.count)")
         recorder.signal(SIGTERM)
         let outcome = await recorder.wait(timeout: 20)
         #expect(outcome.status == 0)
-        let told = outcome.stderr.split(separator: "\n").filter { $0.contains("not authorised") && $0.contains("asking again in 1 s") }
+        let told = outcome.stderr.split(separator: "\n").filter {
+            $0.contains("not authorised") && $0.contains("asking again in 1 s")
+        }
         #expect(told.count == 1, "\(outcome.stderr)")
         #expect(try shareEvents().count == 1)
         await broker.stop()

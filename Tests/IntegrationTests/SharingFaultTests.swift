@@ -21,7 +21,8 @@ final class SharingFaultTests {
 
     init() throws {
         try FileManager.default.createDirectory(atPath: directory + "/credentials", withIntermediateDirectories: true)
-        try (MosquittoBroker.password + "\n").write(toFile: directory + "/credentials/share-password", atomically: true, encoding: .utf8)
+        try (MosquittoBroker.password + "\n").write(
+            toFile: directory + "/credentials/share-password", atomically: true, encoding: .utf8)
     }
 
     deinit {
@@ -29,10 +30,13 @@ final class SharingFaultTests {
     }
 
     func recorder(gpsd: GPSFake, broker: MosquittoBroker, extra: [String] = []) throws -> Child {
-        var arguments = ["run", "--gpsd", gpsd.address, "--state-dir", state, "--share", broker.url, "--share-device", "testdev",
-            "--share-password-file", "share-password", "--share-rate", "50"]
+        var arguments = [
+            "run", "--gpsd", gpsd.address, "--state-dir", state, "--share", broker.url, "--share-device", "testdev",
+            "--share-password-file", "share-password", "--share-rate", "50",
+        ]
         if broker.tls { arguments += ["--share-ca-file", broker.caFile] }
-        return try Child(Harness.fieldlog, arguments + extra, in: directory, environment: ["CREDENTIALS_DIRECTORY": credentials])
+        return try Child(
+            Harness.fieldlog, arguments + extra, in: directory, environment: ["CREDENTIALS_DIRECTORY": credentials])
     }
 
     func waitForAcknowledged(_ count: Int, timeout: Double = 30) async throws {
@@ -40,7 +44,9 @@ final class SharingFaultTests {
         while (SharingHarness.cursor(state: state)?.acknowledged ?? 0) < count && Date() < deadline {
             try await Task.sleep(for: .milliseconds(50))
         }
-        try #require((SharingHarness.cursor(state: state)?.acknowledged ?? 0) >= count, "stuck at \(SharingHarness.cursor(state: state)?.acknowledged ?? -1)")
+        try #require(
+            (SharingHarness.cursor(state: state)?.acknowledged ?? 0) >= count,
+            "stuck at \(SharingHarness.cursor(state: state)?.acknowledged ?? -1)")
     }
 
     func points() -> Int {
@@ -65,7 +71,9 @@ final class SharingFaultTests {
         var received = subscriber.messages.map(\.json)
         let pointsAtStop = points()
         try await Task.sleep(for: .seconds(5))
-        #expect(points() - pointsAtStop > 60, "the walk went on while the broker was down: \(points() - pointsAtStop) fixes")
+        #expect(
+            points() - pointsAtStop > 60, "the walk went on while the broker was down: \(points() - pointsAtStop) fixes"
+        )
         // The subscriber's session died with the broker: it must be back before fieldlog reconnects, or messages
         // would go to nobody. fieldlog's sharing process (the recorder's child) waits, stopped, meanwhile.
         let sharing = try #require(StatusFile.read(directory: state)?.helpers?.first { $0.name == "live-share" }?.pid)
@@ -75,7 +83,8 @@ final class SharingFaultTests {
         subscriber = try await MosquittoSubscriber(broker: broker, in: directory)
         kill(sharing, SIGCONT)
         await gpsd.wait()
-        let (expected, _) = try await SharingHarness.waitForAll({ received + subscriber.messages.map(\.json) }, state: state)
+        let (expected, _) = try await SharingHarness.waitForAll(
+            { received + subscriber.messages.map(\.json) }, state: state)
         received += subscriber.messages.map(\.json)
         let comparison = SharingHarness.compare(received: received, expected: expected)
         #expect(comparison.missing.isEmpty, "missing \(comparison.missing)")
@@ -104,7 +113,8 @@ final class SharingFaultTests {
         let second = try recorder(gpsd: gpsd, broker: broker)
         defer { second.reap() }
         await gpsd.wait()
-        let (expected, comparison) = try await SharingHarness.waitForAll({ subscriber.messages.map(\.json) }, state: state)
+        let (expected, comparison) = try await SharingHarness.waitForAll(
+            { subscriber.messages.map(\.json) }, state: state)
         #expect(comparison.missing.isEmpty, "missing \(comparison.missing)")
         #expect(comparison.unexpected.isEmpty && !comparison.outOfOrder)
         #expect(comparison.mostCopies <= 2, "a point seen at most twice")
@@ -126,7 +136,8 @@ final class SharingRefusalTests {
 
     init() throws {
         try FileManager.default.createDirectory(atPath: directory + "/credentials", withIntermediateDirectories: true)
-        try (MosquittoBroker.password + "\n").write(toFile: directory + "/credentials/share-password", atomically: true, encoding: .utf8)
+        try (MosquittoBroker.password + "\n").write(
+            toFile: directory + "/credentials/share-password", atomically: true, encoding: .utf8)
     }
 
     deinit {
@@ -136,8 +147,10 @@ final class SharingRefusalTests {
     func recorder(gpsd: GPSFake, broker: MosquittoBroker) throws -> Child {
         try Child(
             Harness.fieldlog,
-            ["run", "--gpsd", gpsd.address, "--state-dir", state, "--share", broker.url, "--share-device", "testdev",
-             "--share-password-file", "share-password"],
+            [
+                "run", "--gpsd", gpsd.address, "--state-dir", state, "--share", broker.url, "--share-device", "testdev",
+                "--share-password-file", "share-password",
+            ],
             in: directory, environment: ["CREDENTIALS_DIRECTORY": credentials])
     }
 
@@ -182,8 +195,10 @@ final class SharingRefusalTests {
         let gpsd = try await GPSFake(capture: capture, delay: 0.006, in: directory)
         let recorder = try Child(
             Harness.fieldlog,
-            ["run", "--gpsd", gpsd.address, "--state-dir", state, "--share", broker.url, "--share-device", "testdev",
-             "--share-password-file", "share-password", "--share-ca-file", broker.directory + "/other-ca.pem"],
+            [
+                "run", "--gpsd", gpsd.address, "--state-dir", state, "--share", broker.url, "--share-device", "testdev",
+                "--share-password-file", "share-password", "--share-ca-file", broker.directory + "/other-ca.pem",
+            ],
             in: directory, environment: ["CREDENTIALS_DIRECTORY": credentials])
         defer { recorder.reap() }
         await gpsd.wait()

@@ -19,7 +19,8 @@ final class SharingHTTPTests {
 
     init() throws {
         try FileManager.default.createDirectory(atPath: directory + "/credentials", withIntermediateDirectories: true)
-        try (Self.password + "\n").write(toFile: directory + "/credentials/share-password", atomically: true, encoding: .utf8)
+        try (Self.password + "\n").write(
+            toFile: directory + "/credentials/share-password", atomically: true, encoding: .utf8)
     }
 
     deinit {
@@ -35,8 +36,10 @@ final class SharingHTTPTests {
         let gpsd = try await GPSFake(capture: capture, delay: 0.015, in: directory)
         let recorder = try Child(
             Harness.fieldlog,
-            ["run", "--gpsd", gpsd.address, "--state-dir", state, "--share", server.url, "--share-device", "testdev",
-             "--share-tid", "tw", "--share-password-file", "share-password", "--share-rate", "50"],
+            [
+                "run", "--gpsd", gpsd.address, "--state-dir", state, "--share", server.url, "--share-device", "testdev",
+                "--share-tid", "tw", "--share-password-file", "share-password", "--share-rate", "50",
+            ],
             in: directory, environment: ["CREDENTIALS_DIRECTORY": credentials])
         defer { recorder.reap() }
         let deadline = Date().addingTimeInterval(30)
@@ -68,7 +71,8 @@ final class SharingHTTPTests {
         server.setFault(.none)
         await gpsd.wait()
         let (expected, comparison) = try await SharingHarness.waitForAll(
-            { server.stored.compactMap { try? JSONSerialization.jsonObject(with: $0.body) as? [String: Any] } }, state: state)
+            { server.stored.compactMap { try? JSONSerialization.jsonObject(with: $0.body) as? [String: Any] } },
+            state: state)
         #expect(comparison.missing.isEmpty, "missing \(comparison.missing)")
         #expect(comparison.unexpected.isEmpty && !comparison.outOfOrder)
         // One message at a time: an answer lost after the server stored it is the one duplicate it can cause.
@@ -95,8 +99,10 @@ final class SharingHTTPTests {
         let gpsd = try await GPSFake(capture: capture, delay: 0.006, in: directory)
         let recorder = try Child(
             Harness.fieldlog,
-            ["run", "--gpsd", gpsd.address, "--state-dir", state, "--share", server.url, "--share-device", "testdev",
-             "--share-password-file", "share-password"],
+            [
+                "run", "--gpsd", gpsd.address, "--state-dir", state, "--share", server.url, "--share-device", "testdev",
+                "--share-password-file", "share-password",
+            ],
             in: directory, environment: ["CREDENTIALS_DIRECTORY": credentials])
         defer { recorder.reap() }
         await gpsd.wait()

@@ -1,10 +1,10 @@
-import Foundation
-import Testing
 import FieldLogFakes
 import FieldLogTestSupport
+import Foundation
 import Recording
 import Sharing
 import SystemIO
+import Testing
 import WalkJournal
 
 /// A broker that attacks (HostileMQTTBroker) against the fieldlog binary sharing over MQTT through libmosquitto:
@@ -24,7 +24,8 @@ final class SharingHostileBrokerTests {
 
     init() throws {
         try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
-        try (MosquittoBroker.password + "\n").write(toFile: credentials + "/share-password", atomically: true, encoding: .utf8)
+        try (MosquittoBroker.password + "\n").write(
+            toFile: credentials + "/share-password", atomically: true, encoding: .utf8)
     }
 
     deinit {
@@ -32,8 +33,10 @@ final class SharingHostileBrokerTests {
     }
 
     func shareArguments(port: UInt16) -> [String] {
-        ["--share", "mqtt://\(MosquittoBroker.user)@127.0.0.1:\(port)/", "--share-device", "testdev",
-         "--share-password-file", "share-password", "--share-rate", "50"]
+        [
+            "--share", "mqtt://\(MosquittoBroker.user)@127.0.0.1:\(port)/", "--share-device", "testdev",
+            "--share-password-file", "share-password", "--share-rate", "50",
+        ]
     }
 
     var environment: [String: String] { ["CREDENTIALS_DIRECTORY": credentials] }
@@ -63,7 +66,8 @@ final class SharingHostileBrokerTests {
     func recordAWalk() async throws {
         let capture = try SharingHarness.walkCapture(seconds: 300, in: directory)
         let gpsd = try await GPSFake(capture: capture, delay: 0.004, in: directory)
-        let recorder = try Child(Harness.fieldlog, ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state], in: directory)
+        let recorder = try Child(
+            Harness.fieldlog, ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state], in: directory)
         #expect(await recorder.wait(timeout: 60).status == 0)
         await gpsd.wait()
     }
@@ -78,15 +82,18 @@ final class SharingHostileBrokerTests {
         // Each child before its broker: it would inherit the listening socket (NIO's is not close-on-exec) and
         // keep the port from Mosquitto.
         let first = try Child(
-            Harness.fieldlog, ["share", "--walk", "latest", "--state-dir", state, "--timeout", "8"] + shareArguments(port: port),
+            Harness.fieldlog,
+            ["share", "--walk", "latest", "--state-dir", state, "--timeout", "8"] + shareArguments(port: port),
             in: directory, environment: environment)
         defer { first.reap() }
         var hostile = try await HostileMQTTBroker.start(port: Int(port), attack: .hugePacket(body: 250_000_000))
         let peak = try await watchResident(first, seconds: 12)
         let outcome = await first.wait(timeout: 20)
         #expect(peak < Self.residentBound, "peak resident \(peak >> 20) MiB")
-        #expect(outcome.stdout.contains("the broker sent a packet larger than the ")
-                    && outcome.stdout.contains(" MiB fieldlog allows; disconnected)"), "\(outcome.stdout) \(outcome.stderr)")
+        #expect(
+            outcome.stdout.contains("the broker sent a packet larger than the ")
+                && outcome.stdout.contains(" MiB fieldlog allows; disconnected)"), "\(outcome.stdout) \(outcome.stderr)"
+        )
         // Back off, growing: a few connections in 8 s (one, on a machine slow to start it), not a hot loop; the
         // packet was never read.
         #expect((1...6).contains(hostile.connections), "\(hostile.connections) connections")
@@ -95,7 +102,8 @@ final class SharingHostileBrokerTests {
 
         // A second run: a few seconds of the attack, then Mosquitto on the same port.
         let second = try Child(
-            Harness.fieldlog, ["share", "--walk", "latest", "--state-dir", state, "--timeout", "90"] + shareArguments(port: port),
+            Harness.fieldlog,
+            ["share", "--walk", "latest", "--state-dir", state, "--timeout", "90"] + shareArguments(port: port),
             in: directory, environment: environment)
         defer { second.reap() }
         hostile = try await HostileMQTTBroker.start(port: Int(port), attack: .hugePacket(body: 250_000_000))
@@ -107,7 +115,9 @@ final class SharingHostileBrokerTests {
         try await broker.start()
         let subscriber = try await MosquittoSubscriber(broker: broker, in: directory)
         let done = await second.wait(timeout: 120)
-        #expect(done.status == 0 && done.stdout.contains("\(expected) of \(expected) messages acknowledged"), "\(done.stdout) \(done.stderr)")
+        #expect(
+            done.status == 0 && done.stdout.contains("\(expected) of \(expected) messages acknowledged"),
+            "\(done.stdout) \(done.stderr)")
         #expect(subscriber.messages.count >= expected)
         #expect(secondPeak < Self.residentBound, "peak resident \(secondPeak >> 20) MiB")
         await broker.stop()
@@ -141,7 +151,9 @@ final class SharingHostileBrokerTests {
         }
         #expect(recorder.isRunning)
         #expect(peak < Self.residentBound, "peak resident \(peak >> 20) MiB")
-        #expect(said.contains("the broker sent a QoS 2 message, though fieldlog subscribes to nothing; disconnected"), "\(said)")
+        #expect(
+            said.contains("the broker sent a QoS 2 message, though fieldlog subscribes to nothing; disconnected"),
+            "\(said)")
         #expect((2...7).contains(hostile.connections), "\(hostile.connections) connections in 10 s")
         await hostile.stop()
 
@@ -163,9 +175,10 @@ final class SharingHostileBrokerTests {
         }
         #expect(SharingHarness.cursor(state: state)?.acknowledged == expected, "\(expected) expected")
         #expect(subscriber.messages.count > 0)
-        #expect(try SharingHarness.expected(state: state).last.map { last in
-            subscriber.messages.contains { SharingHarness.MessageKey($0.json) == last }
-        } ?? false, "the walk's last message went to Mosquitto")
+        #expect(
+            try SharingHarness.expected(state: state).last.map { last in
+                subscriber.messages.contains { SharingHarness.MessageKey($0.json) == last }
+            } ?? false, "the walk's last message went to Mosquitto")
         recorder.signal(SIGTERM)
         #expect(await recorder.wait(timeout: 20).status == 0)
         await broker.stop()

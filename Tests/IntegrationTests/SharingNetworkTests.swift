@@ -1,7 +1,7 @@
+import FieldLogTestSupport
 import Foundation
 import Testing
 import WalkSimulation
-import FieldLogTestSupport
 
 /// The network between fieldlog and the broker cut with nftables: the broker and its subscriber in a network
 /// namespace of their own behind a veth pair, fieldlog outside, its packets to the broker dropped (silently,
@@ -10,7 +10,8 @@ import FieldLogTestSupport
     .serialized, .timeLimit(.minutes(3)),
     .enabled(
         if: getuid() == 0 && MosquittoBroker.available && Harness.gpsfakeAvailable
-            && FileManager.default.isExecutableFile(atPath: "/usr/sbin/nft") && FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip"),
+            && FileManager.default.isExecutableFile(atPath: "/usr/sbin/nft")
+            && FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip"),
         "needs root, nftables (nft), iproute2 (ip), mosquitto and gpsfake: network namespaces and firewall rules"))
 final class SharingNetworkTests {
     let directory = Harness.temporaryDirectory()
@@ -22,7 +23,8 @@ final class SharingNetworkTests {
     var subnet: String { "10.231.\(getpid() % 250)" }
 
     deinit {
-        _ = try? sh("nft delete table inet \(table); ip link delete flh\(tag); ip netns delete \(namespace)", check: false)
+        _ = try? sh(
+            "nft delete table inet \(table); ip link delete flh\(tag); ip netns delete \(namespace)", check: false)
         try? FileManager.default.removeItem(atPath: directory)
     }
 
@@ -49,7 +51,8 @@ final class SharingNetworkTests {
     }
 
     @Test func dropsAndResetsLoseNothingAndDuplicateAtMostTheWindow() async throws {
-        try sh("""
+        try sh(
+            """
             ip netns add \(namespace) && ip link add flh\(tag) type veth peer name fln\(tag) \
             && ip link set fln\(tag) netns \(namespace) && ip addr add \(subnet).1/30 dev flh\(tag) && ip link set flh\(tag) up \
             && ip netns exec \(namespace) ip addr add \(subnet).2/30 dev fln\(tag) \
@@ -68,21 +71,28 @@ final class SharingNetworkTests {
 
             """
         try config.write(toFile: directory + "/ns.conf", atomically: true, encoding: .utf8)
-        let daemon = try Child("/usr/sbin/ip", ["netns", "exec", namespace, "/usr/sbin/mosquitto", "-c", directory + "/ns.conf"], in: directory)
+        let daemon = try Child(
+            "/usr/sbin/ip", ["netns", "exec", namespace, "/usr/sbin/mosquitto", "-c", directory + "/ns.conf"],
+            in: directory)
         defer { daemon.reap() }
         try await Task.sleep(for: .milliseconds(500))
         let subscriberOutput = directory + "/ns-sub.txt"
         let subscriber = try Child(
             "/bin/sh",
-            ["-c", "exec ip netns exec \(namespace) stdbuf -oL mosquitto_sub -h \(subnet).2 -p 1883 -u \(MosquittoBroker.user) "
-                + "-P '\(MosquittoBroker.password)' -t 'owntracks/#' -q 1 -c -i ns-sub -F '%t\t%p' >> \(subscriberOutput)"],
+            [
+                "-c",
+                "exec ip netns exec \(namespace) stdbuf -oL mosquitto_sub -h \(subnet).2 -p 1883 -u \(MosquittoBroker.user) "
+                    + "-P '\(MosquittoBroker.password)' -t 'owntracks/#' -q 1 -c -i ns-sub -F '%t\t%p' >> \(subscriberOutput)",
+            ],
             in: directory)
         defer { subscriber.reap() }
         try await Task.sleep(for: .milliseconds(500))
         func received() -> [[String: Any]] {
-            ((try? String(contentsOfFile: subscriberOutput, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { line in
+            ((try? String(contentsOfFile: subscriberOutput, encoding: .utf8)) ?? "").split(separator: "\n").compactMap {
+                line in
                 guard let tab = line.firstIndex(of: "\t") else { return nil }
-                return try? JSONSerialization.jsonObject(with: Data(line[line.index(after: tab)...].utf8)) as? [String: Any]
+                return try? JSONSerialization.jsonObject(with: Data(line[line.index(after: tab)...].utf8))
+                    as? [String: Any]
             }
         }
 
@@ -90,8 +100,10 @@ final class SharingNetworkTests {
         let gpsd = try await GPSFake(capture: capture, delay: 0.012, in: directory)
         let recorder = try Child(
             Harness.fieldlog,
-            ["run", "--gpsd", gpsd.address, "--state-dir", state, "--share", "mqtt://\(subnet).2:1883/",
-             "--share-device", "testdev", "--share-rate", "50"],
+            [
+                "run", "--gpsd", gpsd.address, "--state-dir", state, "--share", "mqtt://\(subnet).2:1883/",
+                "--share-device", "testdev", "--share-rate", "50",
+            ],
             in: directory)
         defer { recorder.reap() }
         let deadline = Date().addingTimeInterval(30)

@@ -40,8 +40,10 @@ final class SharingPaceTests {
     }
 
     func shareArguments(_ destination: String, rate: Double) -> [String] {
-        ["--share", destination, "--share-device", "testdev", "--share-password-file", "share-password",
-         "--share-rate", "\(rate)"]
+        [
+            "--share", destination, "--share-device", "testdev", "--share-password-file", "share-password",
+            "--share-rate", "\(rate)",
+        ]
     }
 
     /// Runs the recorder (no gpsd: nothing new is journaled) while `count` says how many of `expected` messages
@@ -72,9 +74,15 @@ final class SharingPaceTests {
     /// a loaded machine is given half as long again.
     func expectPace(_ seconds: Double, count: Int, window: Int, _ transport: String) {
         let paced = Double(count - window) / Self.rate
-        print("\(transport): a backlog of \(count) messages in \(String(format: "%.2f", seconds)) s at --share-rate \(Self.rate) (\(String(format: "%.1f", Double(count) / seconds)) a second)")
-        #expect(seconds >= paced * 0.9, "\(transport): \(count) messages in \(seconds) s, faster than --share-rate \(Self.rate)")
-        #expect(seconds <= paced * 1.5 + 1, "\(transport): \(count) messages in \(seconds) s, slower than --share-rate \(Self.rate)")
+        print(
+            "\(transport): a backlog of \(count) messages in \(String(format: "%.2f", seconds)) s at --share-rate \(Self.rate) (\(String(format: "%.1f", Double(count) / seconds)) a second)"
+        )
+        #expect(
+            seconds >= paced * 0.9,
+            "\(transport): \(count) messages in \(seconds) s, faster than --share-rate \(Self.rate)")
+        #expect(
+            seconds <= paced * 1.5 + 1,
+            "\(transport): \(count) messages in \(seconds) s, slower than --share-rate \(Self.rate)")
     }
 
     @Test func aBacklogGoesOutAtTheShareRateOverHTTP() async throws {
@@ -121,7 +129,9 @@ final class SharingPaceTests {
         let expected = try SharingHarness.expected(state: state)
         let log = try JournalStore(directory: state).read(try JournalStore(directory: state).resolve(nil))
         let lastFix = try #require(log.points.last).fix.time
-        let tsts = server.stored.compactMap { (try? JSONSerialization.jsonObject(with: $0.body) as? [String: Any])?["tst"] as? Int }
+        let tsts = server.stored.compactMap {
+            (try? JSONSerialization.jsonObject(with: $0.body) as? [String: Any])?["tst"] as? Int
+        }
         #expect(server.stored.count == expected.count, "\(server.stored.count) of \(expected.count) messages stored")
         #expect(tsts.max() == Int(lastFix.rounded(.down)), "the last fix at \(lastFix) was not shared")
         #expect(outcome.stderr.contains("everything journaled is acknowledged"), "\(outcome.stderr.suffix(1500))")

@@ -1,7 +1,7 @@
-import Foundation
-import Testing
 import FieldLogTestSupport
+import Foundation
 import Sharing
+import Testing
 import WalkJournal
 
 /// Mistakes in setting up sharing never stop the walk: a password file that is missing, a FIFO, huge or
@@ -38,7 +38,9 @@ final class SharingSetupMistakesTests {
             // Sparse: a gigabyte that takes no disk, and must take no memory either.
             #expect(FileManager.default.createFile(atPath: path, contents: Data((Self.password + "\n").utf8)))
             #expect(truncate(path, 1 << 30) == 0)
-            return (path, "cannot read the share password file \(path): 1073741824 bytes, more than the 4096 it may hold")
+            return (
+                path, "cannot read the share password file \(path): 1073741824 bytes, more than the 4096 it may hold"
+            )
         case .readableByAll:
             try (Self.password + "\n").write(toFile: path, atomically: true, encoding: .utf8)
             try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
@@ -61,8 +63,10 @@ final class SharingSetupMistakesTests {
         let page = Harness.freePort()
         let recorder = try Child(
             Harness.fieldlog,
-            ["run", "--gpsd", gpsd.address, "--state-dir", state, "--share", server.url, "--share-device", "testdev",
-             "--share-password-file", path, "--share-rate", "50", "--http", "127.0.0.1:\(page)"],
+            [
+                "run", "--gpsd", gpsd.address, "--state-dir", state, "--share", server.url, "--share-device", "testdev",
+                "--share-password-file", path, "--share-rate", "50", "--http", "127.0.0.1:\(page)",
+            ],
             in: directory)
         defer { recorder.reap() }
         await gpsd.wait()
@@ -76,14 +80,16 @@ final class SharingSetupMistakesTests {
         }
         let line = status.stdout.split(separator: "\n").first { $0.hasPrefix("share ") } ?? ""
         #expect(line.hasPrefix(shareLine) && line.contains(said), "\(status.stdout)")
-        #expect(status.stdout.contains("live-share running") && !status.stdout.contains("restarted"), "\(status.stdout)")
+        #expect(
+            status.stdout.contains("live-share running") && !status.stdout.contains("restarted"), "\(status.stdout)")
         let livePage = RawHTTP.get("/", port: page, readFor: 10)
         // The page has no login: it says the state, not the reason (no path, host or user).
         let pageWord = mistake == .readableByAll ? "destination 1 connected" : "destination 1 unusable"
         #expect(livePage.body.contains(pageWord) && !livePage.body.contains(path), "the live page's sharing status")
         if mistake == .readableByAll {
             let (_, comparison) = try await SharingHarness.waitForAll(
-                { server.stored.compactMap { try? JSONSerialization.jsonObject(with: $0.body) as? [String: Any] } }, state: state)
+                { server.stored.compactMap { try? JSONSerialization.jsonObject(with: $0.body) as? [String: Any] } },
+                state: state)
             #expect(comparison.missing.isEmpty, "used all the same: missing \(comparison.missing.count)")
         } else {
             #expect(server.seen == 0, "nothing sent without its password")
@@ -92,7 +98,9 @@ final class SharingSetupMistakesTests {
         let outcome = await recorder.wait(timeout: 20)
         #expect(outcome.status == 0, "\(outcome.stderr)")
         #expect(outcome.stderr.components(separatedBy: said).count - 1 == 1, "said once: \(outcome.stderr)")
-        #expect(!outcome.stderr.contains(Self.password) && !status.stdout.contains(Self.password) && !livePage.body.contains(Self.password))
+        #expect(
+            !outcome.stderr.contains(Self.password) && !status.stdout.contains(Self.password)
+                && !livePage.body.contains(Self.password))
     }
 
     /// A password over plain mqtt:// to another host would cross the network in clear: refused, as plain http://
@@ -106,20 +114,33 @@ final class SharingSetupMistakesTests {
         let gpsd = try await GPSFake(capture: capture, delay: 0.006, in: directory)
         let recorder = try Child(
             Harness.fieldlog,
-            ["run", "--gpsd", gpsd.address, "--state-dir", state, "--share", url, "--share", "http://127.0.0.1:9/pub",
-             "--share-password-file", path],
+            [
+                "run", "--gpsd", gpsd.address, "--state-dir", state, "--share", url, "--share",
+                "http://127.0.0.1:9/pub",
+                "--share-password-file", path,
+            ],
             in: directory)
         defer { recorder.reap() }
         await gpsd.wait()
-        #expect(await waitUntil(timeout: 30) { ShareStatusFile.read(directory: self.state)?.destinations.first?.connection == .unusable })
-        #expect(ShareStatusFile.read(directory: state)?.destinations.map(\.destination) == [url, "http://127.0.0.1:9/pub"], "in the order given")
+        #expect(
+            await waitUntil(timeout: 30) {
+                ShareStatusFile.read(directory: self.state)?.destinations.first?.connection == .unusable
+            })
+        #expect(
+            ShareStatusFile.read(directory: state)?.destinations.map(\.destination) == [url, "http://127.0.0.1:9/pub"],
+            "in the order given")
         let status = try await fieldlog(["status", "--state-dir", state], in: directory)
-        #expect(status.stdout.contains("\(url): unusable") && status.stdout.contains("a password goes only over mqtts://"), "\(status.stdout)")
+        #expect(
+            status.stdout.contains("\(url): unusable") && status.stdout.contains("a password goes only over mqtts://"),
+            "\(status.stdout)")
         #expect(points() > 150)
         recorder.signal(SIGTERM)
         #expect(await recorder.wait(timeout: 20).status == 0)
         // The check says so before anything runs.
-        let check = try await fieldlog(["run", "--check-config", "--share", "mqtt://walker:\(Self.password)@broker/"], in: directory)
-        #expect(check.status != 0 && check.stderr.contains("a password never goes in the URL") && !check.stderr.contains(Self.password))
+        let check = try await fieldlog(
+            ["run", "--check-config", "--share", "mqtt://walker:\(Self.password)@broker/"], in: directory)
+        #expect(
+            check.status != 0 && check.stderr.contains("a password never goes in the URL")
+                && !check.stderr.contains(Self.password))
     }
 }

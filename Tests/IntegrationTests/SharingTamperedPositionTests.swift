@@ -1,7 +1,7 @@
-import Foundation
-import Testing
 import FieldLogTestSupport
+import Foundation
 import Sharing
+import Testing
 import WalkJournal
 
 /// A destination's position file (`share-*.state`) that cannot be read, or points outside the journals: said
@@ -62,32 +62,44 @@ final class SharingTamperedPositionTests {
     @Test(arguments: Tampering.allCases)
     func theLatestWalkIsSentFromItsStart(tampering: Tampering) async throws {
         let store = JournalStore(directory: state)
-        let earlier = try PendingWalks.write(start: 1_700_000_000, origin: (55.95, -3.2), milestones: 3, fixes: 60, in: store)
-        let latest = try PendingWalks.write(start: 1_700_100_000, origin: (55.96, -3.2), milestones: 4, fixes: 90, in: store)
+        let earlier = try PendingWalks.write(
+            start: 1_700_000_000, origin: (55.95, -3.2), milestones: 3, fixes: 60, in: store)
+        let latest = try PendingWalks.write(
+            start: 1_700_100_000, origin: (55.96, -3.2), milestones: 4, fixes: 90, in: store)
         #expect(earlier < latest)
         let server = FakeOwnTracksRecorder(user: "walker", password: nil)
         defer { server.stop() }
         let destination = try ShareDestination(url: server.url, device: "testdev")
         let said = try tamper(tampering, path: state + "/" + destination.stateFileName, url: server.url, latest: latest)
-        let arguments = ["live-share", "--state-dir", state, "--share", server.url, "--share-device", "testdev",
-                         "--share-rate", "50", "--photo-sources", "none"]
+        let arguments = [
+            "live-share", "--state-dir", state, "--share", server.url, "--share-device", "testdev",
+            "--share-rate", "50", "--photo-sources", "none",
+        ]
         let sharing = try Child(Harness.fieldlog, arguments, in: directory)
         defer { sharing.reap() }
         let expected = try SharingHarness.expected(state: state, from: latest)
         func received() -> [[String: Any]] {
             server.stored.compactMap { try? JSONSerialization.jsonObject(with: $0.body) as? [String: Any] }
         }
-        #expect(await waitUntil(timeout: 60) { SharingHarness.compare(received: received(), expected: expected).missing.isEmpty })
+        #expect(
+            await waitUntil(timeout: 60) {
+                SharingHarness.compare(received: received(), expected: expected).missing.isEmpty
+            })
         let comparison = SharingHarness.compare(received: received(), expected: expected)
-        #expect(comparison.missing.isEmpty && comparison.unexpected.isEmpty && !comparison.outOfOrder && expected.count > 10,
-                "the latest walk whole, nothing of the earlier one: missing \(comparison.missing), unexpected \(comparison.unexpected)")
+        #expect(
+            comparison.missing.isEmpty && comparison.unexpected.isEmpty && !comparison.outOfOrder
+                && expected.count > 10,
+            "the latest walk whole, nothing of the earlier one: missing \(comparison.missing), unexpected \(comparison.unexpected)"
+        )
         // The status says so while this process runs.
         let status = ShareStatusFile.read(directory: state)?.destinations.first
         #expect(status?.notice?.contains(said) == true, "\(String(describing: status))")
         sharing.signal(SIGTERM)
         let outcome = await sharing.wait(timeout: 20)
         #expect(outcome.status == 0, "\(outcome.stderr)")
-        let told = outcome.stderr.split(separator: "\n").filter { $0.contains(said) && $0.contains("sending from the start of walk \(latest)") }
+        let told = outcome.stderr.split(separator: "\n").filter {
+            $0.contains(said) && $0.contains("sending from the start of walk \(latest)")
+        }
         #expect(told.count == 1, "\(outcome.stderr)")
         // The position is sound again, at the walk's end: a second start says nothing and sends nothing again.
         #expect(SharingHarness.cursor(state: state)?.walk == latest)

@@ -1,11 +1,11 @@
-import Foundation
-import Testing
-import Sharing
-import WalkSimulation
 import FieldLogFakes
 import FieldLogTestSupport
+import Foundation
+import Sharing
+import Testing
 import WalkJournal
 import WalkModel
+import WalkSimulation
 
 /// `fieldlog run --share` against a real Mosquitto broker started by the test (its own port, password file and
 /// TLS listener with a CA made for the test), a walk replayed through gpsd, and a subscriber checking every
@@ -20,7 +20,8 @@ final class SharingTests {
 
     init() throws {
         try FileManager.default.createDirectory(atPath: directory + "/credentials", withIntermediateDirectories: true)
-        try (MosquittoBroker.password + "\n").write(toFile: directory + "/credentials/share-password", atomically: true, encoding: .utf8)
+        try (MosquittoBroker.password + "\n").write(
+            toFile: directory + "/credentials/share-password", atomically: true, encoding: .utf8)
     }
 
     deinit {
@@ -28,8 +29,10 @@ final class SharingTests {
     }
 
     func shareArguments(_ broker: MosquittoBroker, url: String? = nil) -> [String] {
-        var arguments = ["--share", url ?? broker.url, "--share-device", "testdev", "--share-tid", "tw",
-            "--share-password-file", "share-password", "--share-rate", "50"]
+        var arguments = [
+            "--share", url ?? broker.url, "--share-device", "testdev", "--share-tid", "tw",
+            "--share-password-file", "share-password", "--share-rate", "50",
+        ]
         if broker.tls { arguments += ["--share-ca-file", broker.caFile] }
         return arguments
     }
@@ -41,7 +44,10 @@ final class SharingTests {
         let jpeg = [UInt8](FileManager.default.contents(atPath: Harness.fixtures + "/photos/p05_left01_gray.jpg")!)
         for hundred in 0...9 {
             let spot = Geodesy.destination(55.9486, -3.1999, bearing: 45, distance: Double(hundred) * 100)
-            flickr.add(.init(id: "8100\(hundred)", latitude: spot.lat, longitude: spot.lon, title: "View \(hundred)", jpeg: jpeg))
+            flickr.add(
+                .init(
+                    id: "8100\(hundred)", latitude: spot.lat, longitude: spot.lon, title: "View \(hundred)", jpeg: jpeg)
+            )
         }
         try await flickr.start()
     }
@@ -56,8 +62,11 @@ final class SharingTests {
         let page = Harness.freePort()
         let recorder = try Child(
             Harness.fieldlog,
-            ["run", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache, "--flickr-endpoint", flickr.endpoint,
-             "--photo-retry-max", "1", "--http", "127.0.0.1:\(page)"] + shareArguments(broker),
+            [
+                "run", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", cache, "--flickr-endpoint",
+                flickr.endpoint,
+                "--photo-retry-max", "1", "--http", "127.0.0.1:\(page)",
+            ] + shareArguments(broker),
             in: directory, environment: environment.merging(["FLICKR_API_KEY": FakeFlickr.apiKey]) { $1 })
         defer { recorder.reap() }
         // Beside it, on the same gpsd, a recorder that does not share: sharing must not change what is recorded.
@@ -83,7 +92,9 @@ final class SharingTests {
         let log = try store.read(try store.resolve(nil))
         let messages = received()
         // A walk of 7 minutes: a few dozen messages, not one per fix.
-        #expect(log.points.count > 350 && messages.count < log.points.count / 5, "\(messages.count) for \(log.points.count) fixes")
+        #expect(
+            log.points.count > 350 && messages.count < log.points.count / 5,
+            "\(messages.count) for \(log.points.count) fixes")
         #expect(log.milestones.count >= 5, "\(log.milestones.count) milestones")
         let points = Dictionary(log.points.map { (Int($0.fix.time.rounded(.down)), $0) }) { first, _ in first }
         var previous: [String: Any]?
@@ -93,8 +104,12 @@ final class SharingTests {
             #expect(message["tid"] as? String == "tw")
             // tst is the journaled fix's own GPS time, and the fields are its values in OwnTracks units.
             let point = try #require(points[tst], "tst \(tst) is no journaled fix time")
-            #expect(SharingHarness.MessageKey.scaled(message["lat"] as! Double) == SharingHarness.MessageKey.scaled(point.fix.latitude))
-            #expect(SharingHarness.MessageKey.scaled(message["lon"] as! Double) == SharingHarness.MessageKey.scaled(point.fix.longitude))
+            #expect(
+                SharingHarness.MessageKey.scaled(message["lat"] as! Double)
+                    == SharingHarness.MessageKey.scaled(point.fix.latitude))
+            #expect(
+                SharingHarness.MessageKey.scaled(message["lon"] as! Double)
+                    == SharingHarness.MessageKey.scaled(point.fix.longitude))
             if message["fl_photo"] == nil {
                 func whole(_ value: Double?) -> Int? { value.map { Int($0.rounded()) }.flatMap { $0 == 0 ? nil : $0 } }
                 #expect(message["vel"] as? Int == whole(point.fix.speed.map { $0 * 3.6 }), "vel in km/h")
@@ -108,18 +123,26 @@ final class SharingTests {
             }
             if message["fl_photo"] == nil { previous = message }
         }
-        #expect(messages.first?["tst"] as? Int == Int(log.points.first!.fix.time.rounded(.down)), "the walk's first fix")
-        #expect(messages.contains { $0["tst"] as? Int == Int(log.points.last!.fix.time.rounded(.down)) }, "the walk's last fix")
+        #expect(
+            messages.first?["tst"] as? Int == Int(log.points.first!.fix.time.rounded(.down)), "the walk's first fix")
+        #expect(
+            messages.contains { $0["tst"] as? Int == Int(log.points.last!.fix.time.rounded(.down)) },
+            "the walk's last fix")
         // Every milestone, at its position, with a POI; every photo with its thumbnail.
         let milestoneMessages = messages.filter { $0["fl_milestone"] != nil && $0["fl_photo"] == nil }
         #expect(milestoneMessages.map { $0["fl_milestone"] as! Int } == log.milestones.map(\.index))
-        #expect(milestoneMessages.allSatisfy { ($0["poi"] as? String)?.hasPrefix("Milestone ") == true && $0["t"] as? String == "u" })
+        #expect(
+            milestoneMessages.allSatisfy {
+                ($0["poi"] as? String)?.hasPrefix("Milestone ") == true && $0["t"] as? String == "u"
+            })
         let photoMessages = messages.filter { $0["fl_photo"] != nil }
         let found = log.photos.values.compactMap { photo -> (Int, String, String)? in
             guard case let .found(candidate, _, key) = photo.outcome else { return nil }
             return (photo.milestone, candidate.id, key)
         }
-        #expect(found.count >= 5 && photoMessages.count == found.count, "\(photoMessages.count) photo messages, \(found.count) photos")
+        #expect(
+            found.count >= 5 && photoMessages.count == found.count,
+            "\(photoMessages.count) photo messages, \(found.count) photos")
         for (milestone, id, key) in found {
             let message = try #require(photoMessages.first { $0["fl_photo"] as? String == id })
             #expect(message["fl_milestone"] as? Int == milestone)
@@ -129,7 +152,8 @@ final class SharingTests {
             let cached = try #require(FileManager.default.contents(atPath: cache + "/" + key + ".jpg"))
             #expect(SharedPhoto.make(from: [UInt8](cached)) == .image([UInt8](image)), "the rendition of the thumbnail")
             let at = try #require(log.milestones.first { $0.index == milestone })
-            #expect(message["tst"] as? Int == Int(at.time.rounded(.down)), "a photo goes at its milestone's time and place")
+            #expect(
+                message["tst"] as? Int == Int(at.time.rounded(.down)), "a photo goes at its milestone's time and place")
         }
 
         // fieldlog status: the destination, connected, nothing waiting, the last acknowledged time.
@@ -146,8 +170,11 @@ final class SharingTests {
 
         // The live page's status line: the destination under a neutral label (no host, no user), and its state.
         let livePage = RawHTTP.get("/", port: page, readFor: 10)
-        #expect(livePage.body.contains("sharing: destination 1 connected, 0 waiting, last acknowledged"), "\(livePage.head)")
-        #expect(!livePage.body.contains(MosquittoBroker.password) && !livePage.body.contains(MosquittoBroker.user + "@")
+        #expect(
+            livePage.body.contains("sharing: destination 1 connected, 0 waiting, last acknowledged"), "\(livePage.head)"
+        )
+        #expect(
+            !livePage.body.contains(MosquittoBroker.password) && !livePage.body.contains(MosquittoBroker.user + "@")
                 && !livePage.body.contains(broker.url))
 
         recorder.signal(SIGTERM)
@@ -157,7 +184,8 @@ final class SharingTests {
         // The password is nowhere: log, journal, status, state.
         #expect(!outcome.stderr.contains(MosquittoBroker.password))
         for name in try FileManager.default.contentsOfDirectory(atPath: state) {
-            let text = String(decoding: FileManager.default.contents(atPath: state + "/" + name) ?? Data(), as: UTF8.self)
+            let text = String(
+                decoding: FileManager.default.contents(atPath: state + "/" + name) ?? Data(), as: UTF8.self)
             #expect(!text.contains(MosquittoBroker.password), "\(name)")
         }
         #expect(!status.stdout.contains(MosquittoBroker.password))
@@ -165,7 +193,9 @@ final class SharingTests {
         // byte for byte; healthy sharing journals nothing.
         func walkLines(_ directory: String) throws -> [String] {
             try SharingHarness.journalWithoutEvents(state: directory).filter { line in
-                ["fix", "milestone", "segment", "walk_start", "walk_end"].contains { line.contains("\"type\":\"\($0)\"") }
+                ["fix", "milestone", "segment", "walk_start", "walk_end"].contains {
+                    line.contains("\"type\":\"\($0)\"")
+                }
             }
         }
         #expect(try walkLines(state) == walkLines(plainState))
@@ -176,12 +206,17 @@ final class SharingTests {
         let journalBefore = FileManager.default.contents(atPath: store.path(for: log.id))
         let again = try await fieldlog(
             ["share", "--walk", "latest", "--state-dir", state, "--cache-dir", cache]
-                + shareArguments(broker, url: "mqtts://\(MosquittoBroker.user)@127.0.0.1:\(broker.port)/owntracks/walker/replay"),
+                + shareArguments(
+                    broker, url: "mqtts://\(MosquittoBroker.user)@127.0.0.1:\(broker.port)/owntracks/walker/replay"),
             in: directory, environment: environment, timeout: 60)
         #expect(again.status == 0, "\(again.stdout) \(again.stderr)")
-        #expect(FileManager.default.contents(atPath: store.path(for: log.id)) == journalBefore, "sharing never writes the journal")
+        #expect(
+            FileManager.default.contents(atPath: store.path(for: log.id)) == journalBefore,
+            "sharing never writes the journal")
         let replayExpected = try SharingHarness.expected(state: state)
-        #expect(again.stdout.contains("\(replayExpected.count) of \(replayExpected.count) messages acknowledged"), "\(again.stdout)")
+        #expect(
+            again.stdout.contains("\(replayExpected.count) of \(replayExpected.count) messages acknowledged"),
+            "\(again.stdout)")
         try await Task.sleep(for: .milliseconds(500))
         let replayed = subscriber.messages.filter { $0.topic == "owntracks/walker/replay" }.map(\.json)
         let replayComparison = SharingHarness.compare(received: replayed, expected: replayExpected)

@@ -1,6 +1,6 @@
+import FieldLogTestSupport
 import Foundation
 import Testing
-import FieldLogTestSupport
 
 /// What sharing says of a destination that fails, with the fieldlog binary and a real Mosquitto: the failure
 /// named as it is, on one line.
@@ -12,7 +12,8 @@ final class SharingWordsTests {
 
     init() throws {
         try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
-        try (MosquittoBroker.password + "\n").write(toFile: credentials + "/share-password", atomically: true, encoding: .utf8)
+        try (MosquittoBroker.password + "\n").write(
+            toFile: credentials + "/share-password", atomically: true, encoding: .utf8)
     }
 
     deinit {
@@ -23,11 +24,17 @@ final class SharingWordsTests {
     func share(to url: String) async throws -> Outcome {
         let capture = try SharingHarness.walkCapture(seconds: 60, in: directory)
         let gpsd = try await GPSFake(capture: capture, delay: 0.004, in: directory)
-        #expect(try await fieldlog(["run", "--once", "--gpsd", gpsd.address, "--state-dir", state], in: directory, timeout: 60).status == 0)
+        #expect(
+            try await fieldlog(
+                ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state], in: directory, timeout: 60
+            ).status == 0)
         await gpsd.wait()
         return try await fieldlog(
-            ["share", "--walk", "latest", "--state-dir", state, "--timeout", "5", "--share", url, "--share-device", "testdev",
-             "--share-password-file", "share-password"],
+            [
+                "share", "--walk", "latest", "--state-dir", state, "--timeout", "5", "--share", url, "--share-device",
+                "testdev",
+                "--share-password-file", "share-password",
+            ],
             in: directory, environment: ["CREDENTIALS_DIRECTORY": credentials], timeout: 60)
     }
 
@@ -39,7 +46,9 @@ final class SharingWordsTests {
         let outcome = try await share(to: "mqtt://\(MosquittoBroker.user)@127.0.0.1:\(broker.port)/")
         await broker.stop()
         #expect(outcome.status != 0)
-        let line = try #require(outcome.stdout.split(separator: "\n").first { $0.contains("messages acknowledged") }, "\(outcome.stdout) \(outcome.stderr)")
+        let line = try #require(
+            outcome.stdout.split(separator: "\n").first { $0.contains("messages acknowledged") },
+            "\(outcome.stdout) \(outcome.stderr)")
         #expect(line.contains("without an MQTT answer (is it a TLS port") && !line.contains("TLS failed"), "\(line)")
         #expect(outcome.stdout.split(separator: "\n").count == 1, "one line: \(outcome.stdout)")
     }
@@ -61,7 +70,9 @@ final class SharingWordsTests {
         let expected = try SharingHarness.expected(state: state).count
         #expect(outcome.status == 0, "\(outcome.stdout) \(outcome.stderr)")
         #expect(outcome.stdout.contains("\(expected) of \(expected) messages acknowledged"), "\(outcome.stdout)")
-        #expect(server.stored.count == expected && server.seen == expected, "\(server.stored.count) stored, \(server.seen) seen")
+        #expect(
+            server.stored.count == expected && server.seen == expected,
+            "\(server.stored.count) stored, \(server.seen) seen")
     }
 
     /// The bundled walk with its demo photos, shared over HTTP: every location, milestone and photo is one the
@@ -69,22 +80,29 @@ final class SharingWordsTests {
     @Test func everyMessageOfAWalkWithPhotosIsOneTheRecorderServes() async throws {
         let gpsd = try await GPSFake(capture: Harness.capture("bundg_zeus_9"), in: directory)
         let recorded = try await fieldlog(
-            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", directory + "/cache",
-             "--photos-dir", Harness.repository + "/demo/photos"],
+            [
+                "run", "--once", "--gpsd", gpsd.address, "--state-dir", state, "--cache-dir", directory + "/cache",
+                "--photos-dir", Harness.repository + "/demo/photos",
+            ],
             in: directory, timeout: 120)
         await gpsd.wait()
         #expect(recorded.status == 0, "\(recorded.stderr)")
         let server = FakeOwnTracksRecorder(user: MosquittoBroker.user, password: MosquittoBroker.password)
         defer { server.stop() }
         let outcome = try await fieldlog(
-            ["share", "--walk", "latest", "--state-dir", state, "--cache-dir", directory + "/cache", "--timeout", "10",
-             "--share", server.url, "--share-device", "testdev", "--share-password-file", "share-password"],
+            [
+                "share", "--walk", "latest", "--state-dir", state, "--cache-dir", directory + "/cache", "--timeout",
+                "10",
+                "--share", server.url, "--share-device", "testdev", "--share-password-file", "share-password",
+            ],
             in: directory, environment: ["CREDENTIALS_DIRECTORY": credentials], timeout: 60)
         #expect(outcome.status == 0, "\(outcome.stdout) \(outcome.stderr)")
         let photos = server.stored.filter { String(decoding: $0.body, as: UTF8.self).contains("\"fl_photo\"") }
         let withImage = photos.filter { String(decoding: $0.body, as: UTF8.self).contains("\"image\":\"") }
         let longest = server.stored.map { FakeOwnTracksRecorder.recorderLineBytes($0.body) }.max() ?? 0
-        print("a walk with photos over HTTP: \(server.stored.count) stored, \(server.served.count) served, \(withImage.count) of \(photos.count) photos with their image, longest Recorder line \(longest) bytes")
+        print(
+            "a walk with photos over HTTP: \(server.stored.count) stored, \(server.served.count) served, \(withImage.count) of \(photos.count) photos with their image, longest Recorder line \(longest) bytes"
+        )
         #expect(server.stored.count == (try SharingHarness.expected(state: state).count))
         #expect(server.served.count == server.stored.count && photos.count >= 4 && withImage.count == photos.count)
     }

@@ -1,4 +1,3 @@
-
 import FieldLogTestSupport
 import Foundation
 import Testing
@@ -30,7 +29,8 @@ struct StorageFaultTests {
     func control(_ capture: String) async throws -> WalkLog {
         let state = directory + "/control"
         let gpsd = try await GPSFake(capture: capture, in: directory)
-        let outcome = try await fieldlog(["run", "--once", "--gpsd", gpsd.address, "--state-dir", state], in: directory)
+        let outcome = try await fieldlog(
+            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state], in: directory)
         await gpsd.wait()
         #expect(outcome.status == 0, "\(outcome.stderr)")
         return try onlyWalk(in: state)
@@ -107,7 +107,8 @@ struct StorageFaultTests {
         let state = directory + "/full"
         // Every write fails with ENOSPC for 4 s of a 12 s replay.
         let outcome = try await record(
-            capture, state: state, faults: ["name=posix/io/rw/write,probability=1,failinfo=28"], seconds: 4, photos: true)
+            capture, state: state, faults: ["name=posix/io/rw/write,probability=1,failinfo=28"], seconds: 4,
+            photos: true)
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let log = try onlyWalk(in: state)
         try expectNothingLost(log, against: healthy, "full disk")
@@ -145,7 +146,8 @@ struct StorageFaultTests {
         let outcome = try await record(
             capture, state: state,
             faults: [
-                "name=posix/io/rw/write,probability=0.3,failinfo=5", "name=posix/io/sync/fsync,probability=0.3,failinfo=5",
+                "name=posix/io/rw/write,probability=0.3,failinfo=5",
+                "name=posix/io/sync/fsync,probability=0.3,failinfo=5",
             ], seconds: 4)
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let log = try onlyWalk(in: state)
@@ -162,12 +164,15 @@ struct StorageFaultTests {
         let gpsd = try await GPSFake(capture: capture, delay: 0.01, in: directory)
         let recorder = try Child(
             "/usr/bin/fiu-run",
-            ["-x", "-c", "enable name=posix/io/rw/write,failinfo=5", Harness.fieldlog, "run", "--once",
-             "--gpsd", gpsd.address, "--state-dir", state],
+            [
+                "-x", "-c", "enable name=posix/io/rw/write,failinfo=5", Harness.fieldlog, "run", "--once",
+                "--gpsd", gpsd.address, "--state-dir", state,
+            ],
             in: directory)
         await gpsd.wait()
         let outcome = await recorder.wait(timeout: 30)
-        #expect(outcome.status == 0, "exit \(outcome.status) (137: killed 30 s after the replay ended): \(outcome.stderr)")
+        #expect(
+            outcome.status == 0, "exit \(outcome.status) (137: killed 30 s after the replay ended): \(outcome.stderr)")
         #expect(outcome.stderr.contains("storage still failing at exit"), "\(outcome.stderr)")
     }
 
@@ -180,7 +185,10 @@ struct StorageFaultTests {
             Harness.fieldlog, ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state], in: directory)
         var removed = false
         while recorder.isRunning {
-            if !removed, let log = try? JournalStore(directory: state).walkIDs().first.map({ try JournalStore(directory: state).read($0) }),
+            if !removed,
+                let log = try? JournalStore(directory: state).walkIDs().first.map({
+                    try JournalStore(directory: state).read($0)
+                }),
                 log.milestones.count >= 3
             {
                 try FileManager.default.removeItem(atPath: state)

@@ -1,9 +1,9 @@
+import FieldLogDaemon
 import FieldLogTestSupport
 import Foundation
 import Logging
 import ServiceLifecycle
 import Testing
-import FieldLogDaemon
 
 // The notify protocol against real AF_UNIX datagram sockets, the journald line format, and the unit file.
 
@@ -49,7 +49,9 @@ private final class NotifySocket {
     /// The next datagram, or nil after 5 s (or at once with `wait: false`).
     func receive(wait: Bool = true) -> String? {
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, wait ? 0 : Int32(MSG_DONTWAIT)) }
+        let count = buffer.withUnsafeMutableBytes {
+            recv(descriptor, $0.baseAddress, $0.count, wait ? 0 : Int32(MSG_DONTWAIT))
+        }
         guard count >= 0 else { return nil }
         return String(decoding: buffer[..<count], as: UTF8.self)
     }
@@ -102,9 +104,10 @@ struct SystemdTests {
     }
 
     @Test func notifierFailuresAreNotFatal() {
-        for address in ["/nonexistent/fieldlog/notify", "@fieldlog-nobody-listens-\(UUID().uuidString)", "relative",
-            "/" + String(repeating: "x", count: 200)]
-        {
+        for address in [
+            "/nonexistent/fieldlog/notify", "@fieldlog-nobody-listens-\(UUID().uuidString)", "relative",
+            "/" + String(repeating: "x", count: 200),
+        ] {
             let notifier = SystemdNotifier(environment: ["NOTIFY_SOCKET": address], logger: quietLogger)
             #expect(!notifier.send(["READY=1"]))
             #expect(!notifier.send(["WATCHDOG=1"]))
@@ -115,10 +118,12 @@ struct SystemdTests {
         let pid = Int(getpid())
         #expect(SystemdNotifier.watchdogInterval(environment: ["WATCHDOG_USEC": "30000000"], pid: pid) == .seconds(15))
         #expect(
-            SystemdNotifier.watchdogInterval(environment: ["WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "\(pid)"], pid: pid)
+            SystemdNotifier.watchdogInterval(
+                environment: ["WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "\(pid)"], pid: pid)
                 == .seconds(15))
         #expect(
-            SystemdNotifier.watchdogInterval(environment: ["WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "\(pid + 1)"], pid: pid)
+            SystemdNotifier.watchdogInterval(
+                environment: ["WATCHDOG_USEC": "30000000", "WATCHDOG_PID": "\(pid + 1)"], pid: pid)
                 == nil)
         for usec in ["0", "-5", "soon", ""] {
             #expect(SystemdNotifier.watchdogInterval(environment: ["WATCHDOG_USEC": usec], pid: pid) == nil)
@@ -165,7 +170,8 @@ struct SystemdTests {
         }
         // One event is one line, whatever the message holds; metadata sorted; other labels named.
         #expect(
-            JournaldLogHandler.format(level: .error, label: "photos", message: "bad\nimage", metadata: ["z": "1", "a": "x"])
+            JournaldLogHandler.format(
+                level: .error, label: "photos", message: "bad\nimage", metadata: ["z": "1", "a": "x"])
                 == "<3>photos: bad\\nimage a=x z=1\n")
         // "\r\n" is one Character in Swift: both of its scalars are escaped all the same.
         #expect(JournaldLogHandler.format(level: .info, message: "a\r\nb\u{301}\n") == "<6>a\\r\\nb\u{301}\\n\n")
@@ -177,7 +183,9 @@ struct SystemdTests {
         let socket = try NotifySocket(abstract: false)
         var logger = Logger(label: "fieldlog") { JournaldLogHandler(label: $0, nativeSocket: socket.address) }
         logger[metadataKey: "destination"] = "mqtt://broker.example/"
-        logger.warning("walk 20240518T080001Z ended", metadata: ["walk": "20240518T080001Z", "errno": "28", "_x": "1", "why": "a\nb"])
+        logger.warning(
+            "walk 20240518T080001Z ended",
+            metadata: ["walk": "20240518T080001Z", "errno": "28", "_x": "1", "why": "a\nb"])
         let entry = try #require(await socket.next())
         var fields: [String: String] = [:]
         var rest = Substring(entry)
@@ -201,7 +209,9 @@ struct SystemdTests {
         #expect(fields["DESTINATION"] == "mqtt://broker.example/")
         #expect(fields["WHY"] == "a\nb")
         #expect(fields["_X"] == nil && fields.keys.allSatisfy { !$0.hasPrefix("_") })
-        #expect(fields["MESSAGE"]?.hasPrefix("walk 20240518T080001Z ended _x=1 destination=mqtt://broker.example/ errno=28") == true, "\(fields)")
+        #expect(
+            fields["MESSAGE"]?.hasPrefix("walk 20240518T080001Z ended _x=1 destination=mqtt://broker.example/ errno=28")
+                == true, "\(fields)")
         #expect(JournaldLogHandler.fieldName("photo-source") == "PHOTO_SOURCE")
         #expect(JournaldLogHandler.fieldName("9lives") == nil && JournaldLogHandler.fieldName("message") == nil)
     }
@@ -280,8 +290,13 @@ struct DeployTests {
         // Settings come from /etc/fieldlog/fieldlog.conf, the key from the credential of the name fieldlog looks for.
         // The live page and sharing are units of their own, which this unit wants.
         #expect(value("[Service] ExecStart") == "/usr/bin/fieldlog run --helpers units")
-        #expect(unit["[Unit] Wants"]?.contains { $0.contains("fieldlog-live.service") && $0.contains("fieldlog-share.service") } == true)
-        #expect(unit["[Service] LoadCredential"]?.contains { $0.hasPrefix("share-password") } != true, "only sharing's unit gets its password")
+        #expect(
+            unit["[Unit] Wants"]?.contains {
+                $0.contains("fieldlog-live.service") && $0.contains("fieldlog-share.service")
+            } == true)
+        #expect(
+            unit["[Service] LoadCredential"]?.contains { $0.hasPrefix("share-password") } != true,
+            "only sharing's unit gets its password")
         #expect(unit["[Unit] Wants"]?.contains("gpsd.socket") == true)
         #expect(unit["[Unit] After"]?.contains("gpsd.socket") == true)
         for key in ["[Unit] Wants", "[Unit] After", "[Unit] Requires"] {
@@ -303,7 +318,8 @@ struct DeployTests {
     @Test(arguments: [("fieldlog-live", "live-page", "160M"), ("fieldlog-share", "live-share", "160M")])
     func helperUnitsRunApartFromTheRecorder(name: String, command: String, memory: String) throws {
         let recorder = try Self.parseUnit(String(contentsOfFile: Self.unitPath, encoding: .utf8))
-        let unit = try Self.parseUnit(String(contentsOfFile: Harness.repository + "/deploy/\(name).service", encoding: .utf8))
+        let unit = try Self.parseUnit(
+            String(contentsOfFile: Harness.repository + "/deploy/\(name).service", encoding: .utf8))
         func value(_ key: String) -> String? { unit[key]?.last }
         #expect(value("[Service] ExecStart") == "/usr/bin/fieldlog \(command)")
         #expect(value("[Unit] PartOf") == "fieldlog.service")
@@ -312,8 +328,10 @@ struct DeployTests {
         #expect(value("[Service] Restart") == "on-failure")
         #expect(value("[Service] User") == "fieldlog")
         #expect(unit["[Install] WantedBy"] == nil, "started by fieldlog.service's Wants=, not enabled on its own")
-        for (key, values) in recorder where key.hasPrefix("[Service] Protect") || key.hasPrefix("[Service] Private")
-            || key.hasPrefix("[Service] Restrict") || key.hasPrefix("[Service] SystemCall") || key.hasSuffix("Capabilities")
+        for (key, values) in recorder
+        where key.hasPrefix("[Service] Protect") || key.hasPrefix("[Service] Private")
+            || key.hasPrefix("[Service] Restrict") || key.hasPrefix("[Service] SystemCall")
+            || key.hasSuffix("Capabilities")
             || key == "[Service] CapabilityBoundingSet" || key == "[Service] NoNewPrivileges"
             || key == "[Service] MemoryDenyWriteExecute"
         {
@@ -324,7 +342,9 @@ struct DeployTests {
         }
     }
 
-    @Test(.enabled(if: systemdAnalyzePath != nil, "needs systemd-analyze (apt: systemd)"), arguments: ["fieldlog-live", "fieldlog-share"])
+    @Test(
+        .enabled(if: systemdAnalyzePath != nil, "needs systemd-analyze (apt: systemd)"),
+        arguments: ["fieldlog-live", "fieldlog-share"])
     func helperUnitsVerifyAndExposeAtMostTwo(name: String) throws {
         let directory = try stubbedUnitDirectory(name)
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -332,7 +352,8 @@ struct DeployTests {
         #expect(verify.output == "")
         let security = try systemdAnalyze(["security", "--offline=true", "--no-pager", directory + "/\(name).service"])
         let line = try #require(
-            security.output.split(separator: "\n").first { $0.contains("Overall exposure level") }, "\(security.output)")
+            security.output.split(separator: "\n").first { $0.contains("Overall exposure level") }, "\(security.output)"
+        )
         let score = try #require(line.split(separator: " ").lazy.compactMap { Double($0) }.first, "\(line)")
         #expect(score <= 2.0, "\(line)")
     }

@@ -26,17 +26,23 @@ struct TamperedFilesTests {
         var records: [JournalRecord] = [.walkStart(id: Self.id, time: Self.start, every: 100)]
         for (index, key) in ["good", "evil", "fifo", "sparse"].enumerated() {
             let time = Self.start + Double(index) * 70
-            records.append(.point(TrackPoint(
-                fix: Fix(time: time, latitude: 55.95 + Double(index) * 0.001, longitude: -3.2), segment: 0,
-                distance: Double(index) * 100)))
-            records.append(.milestone(Milestone(
-                index: index, time: time, latitude: 55.95 + Double(index) * 0.001, longitude: -3.2,
-                distance: Double(index) * 100)))
+            records.append(
+                .point(
+                    TrackPoint(
+                        fix: Fix(time: time, latitude: 55.95 + Double(index) * 0.001, longitude: -3.2), segment: 0,
+                        distance: Double(index) * 100)))
+            records.append(
+                .milestone(
+                    Milestone(
+                        index: index, time: time, latitude: 55.95 + Double(index) * 0.001, longitude: -3.2,
+                        distance: Double(index) * 100)))
             let candidate = PhotoCandidate(
                 id: key, title: "Photo \(key)", ownerName: "Ann", ownerID: "1@N00", license: "CC BY 2.0", pageURL: nil,
                 latitude: 55.95, longitude: -3.2, imageURL: "https://example.invalid/\(key).jpg")
-            records.append(.photo(MilestonePhoto(
-                milestone: index, source: "local", outcome: .found(candidate, distance: 10, cacheKey: key))))
+            records.append(
+                .photo(
+                    MilestonePhoto(
+                        milestone: index, source: "local", outcome: .found(candidate, distance: 10, cacheKey: key))))
         }
         let lines = records.map { JournalCodec.encode($0) + "\n" }.joined()
         try lines.write(toFile: state + "/walk-\(Self.id).jsonl", atomically: true, encoding: .utf8)
@@ -46,7 +52,8 @@ struct TamperedFilesTests {
     func tamperCache() throws {
         try Data(PhotoTests.jpeg).write(to: URL(fileURLWithPath: cache + "/good.jpg"))
         try Self.secret.write(toFile: directory + "/secret.txt", atomically: true, encoding: .utf8)
-        try FileManager.default.createSymbolicLink(atPath: cache + "/evil.jpg", withDestinationPath: directory + "/secret.txt")
+        try FileManager.default.createSymbolicLink(
+            atPath: cache + "/evil.jpg", withDestinationPath: directory + "/secret.txt")
         #expect(mkfifo(cache + "/fifo.jpg", 0o644) == 0)
         try Self.sparse(cache + "/sparse.jpg", bytes: 64 << 30)
     }
@@ -61,8 +68,10 @@ struct TamperedFilesTests {
     func serve(port: UInt16) throws -> Child {
         try Child(
             Harness.fieldlog,
-            ["run", "--gpsd", "127.0.0.1:\(Harness.freePort())", "--state-dir", state, "--cache-dir", cache,
-             "--http", "127.0.0.1:\(port)"], in: directory)
+            [
+                "run", "--gpsd", "127.0.0.1:\(Harness.freePort())", "--state-dir", state, "--cache-dir", cache,
+                "--http", "127.0.0.1:\(port)",
+            ], in: directory)
     }
 
     /// Base64 of the secret, as an export would embed it.
@@ -94,7 +103,8 @@ struct TamperedFilesTests {
         #expect(live.status == 200 && !live.body.contains(Self.secretInline), "\(live.head)")
         #expect(live.body.components(separatedBy: "data:image/jpeg;base64,").count - 1 == 1)
         let page = timedGet("/")
-        #expect(page.status == 200 && page.body.contains("/thumbnails/good") && !page.body.contains("/thumbnails/evil")
+        #expect(
+            page.status == 200 && page.body.contains("/thumbnails/good") && !page.body.contains("/thumbnails/evil")
                 && !page.body.contains("/thumbnails/fifo") && !page.body.contains("/thumbnails/sparse"))
         #expect(slowest < 5, "slowest answer \(slowest) s")
         // The process that served them: the live page's, which the recorder started.
@@ -116,14 +126,18 @@ struct TamperedFilesTests {
         // `fieldlog export` of the same walk and cache: the good thumbnail only, promptly.
         let exporting = Date()
         let exported = try await fieldlog(
-            ["export", "--state-dir", state, "--cache-dir", cache, directory + "/walk.html"], in: directory, timeout: 30)
+            ["export", "--state-dir", state, "--cache-dir", cache, directory + "/walk.html"], in: directory, timeout: 30
+        )
         let exportSeconds = Date().timeIntervalSince(exporting)
         #expect(exported.status == 0, "\(exported.stderr)")
         let html = (try? String(contentsOfFile: directory + "/walk.html", encoding: .utf8)) ?? ""
-        #expect(!html.contains(Self.secretInline) && html.components(separatedBy: "data:image/jpeg;base64,").count - 1 == 1)
+        #expect(
+            !html.contains(Self.secretInline) && html.components(separatedBy: "data:image/jpeg;base64,").count - 1 == 1)
         #expect(exportSeconds < 10)
         #expect(exported.stderr.contains("fifo.jpg") && exported.stderr.contains("sparse.jpg"), "\(exported.stderr)")
-        print("tampered cache: answers within \(String(format: "%.2f", slowest)) s, peak \(peak / 1024) MB, stop \(String(format: "%.2f", stopSeconds)) s, export \(String(format: "%.2f", exportSeconds)) s")
+        print(
+            "tampered cache: answers within \(String(format: "%.2f", slowest)) s, peak \(peak / 1024) MB, stop \(String(format: "%.2f", stopSeconds)) s, export \(String(format: "%.2f", exportSeconds)) s"
+        )
     }
 
     /// A command of `fieldlog` under a 4 GiB address space, so that one that would read a huge file fails
@@ -131,7 +145,8 @@ struct TamperedFilesTests {
     func bounded(_ arguments: [String]) async throws -> (Outcome, Double) {
         let started = Date()
         let outcome = try await Child(
-            "/usr/bin/prlimit", ["--as=\(4 << 30)", "--", Harness.fieldlog] + arguments, in: directory).wait(timeout: 20)
+            "/usr/bin/prlimit", ["--as=\(4 << 30)", "--", Harness.fieldlog] + arguments, in: directory
+        ).wait(timeout: 20)
         return (outcome, Date().timeIntervalSince(started))
     }
 
@@ -145,7 +160,9 @@ struct TamperedFilesTests {
         for arguments in [["walks"], ["status"], ["tail", "-n", "3"]] {
             let (outcome, seconds) = try await bounded(arguments + ["--state-dir", state])
             slowest = max(slowest, seconds)
-            #expect(outcome.status == 0 && seconds < 10, "\(arguments): \(outcome.status) in \(seconds) s: \(outcome.stderr)")
+            #expect(
+                outcome.status == 0 && seconds < 10,
+                "\(arguments): \(outcome.status) in \(seconds) s: \(outcome.stderr)")
             #expect(outcome.stderr.contains("walk-20991231T000000Z.jsonl: not a regular file"), "\(outcome.stderr)")
         }
         // A 20 GB sparse index.
@@ -153,14 +170,18 @@ struct TamperedFilesTests {
         try Self.sparse(state + "/" + WalkIndex.fileName, bytes: 20 << 30)
         let (walks, seconds) = try await bounded(["walks", "--state-dir", state])
         slowest = max(slowest, seconds)
-        #expect(walks.status == 0 && walks.stdout.contains(Self.id) && seconds < 10, "\(walks.status) in \(seconds) s: \(walks.stderr)")
+        #expect(
+            walks.status == 0 && walks.stdout.contains(Self.id) && seconds < 10,
+            "\(walks.status) in \(seconds) s: \(walks.stderr)")
 
         // The recorder starts beside the FIFO journal, serves the page, and ends on SIGTERM.
         let port = Harness.freePort()
         let serving = try serve(port: port)
         defer { serving.reap() }
         // (The page's process starts beside the recorder: seconds on a machine loaded by other tests.)
-        #expect(await waitUntil(timeout: 60) { Harness.accepts(port: port) || !serving.isRunning }, "the recorder never served its page")
+        #expect(
+            await waitUntil(timeout: 60) { Harness.accepts(port: port) || !serving.isRunning },
+            "the recorder never served its page")
         #expect(RawHTTP.get("/", port: port, readFor: 10).body.contains("data-milestone=\"3\""))
         serving.signal(SIGTERM)
         let stopped = await serving.wait(timeout: 15)
@@ -181,12 +202,15 @@ struct TamperedFilesTests {
         for (target, type, message) in targets {
             let outcome = try await fieldlog(["export", "--state-dir", state, target], in: directory, timeout: 20)
             #expect(outcome.status != 0, "\(target): exit \(outcome.status)")
-            #expect(outcome.stderr.contains(message) && outcome.stderr.split(separator: "\n").count == 1, "\(outcome.stderr)")
+            #expect(
+                outcome.stderr.contains(message) && outcome.stderr.split(separator: "\n").count == 1,
+                "\(outcome.stderr)")
             var info = stat()
             #expect(lstat(target, &info) == 0 && info.st_mode & S_IFMT == type, "\(target) was replaced")
         }
         // Standard output is still written, whatever it is.
-        let piped = try await fieldlog(["export", "--state-dir", state, "--format", "json", "-"], in: directory, timeout: 20)
+        let piped = try await fieldlog(
+            ["export", "--state-dir", state, "--format", "json", "-"], in: directory, timeout: 20)
         #expect(piped.status == 0 && piped.stdout.contains("\"milestones\""), "\(piped.stderr)")
     }
 }

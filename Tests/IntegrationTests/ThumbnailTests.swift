@@ -269,7 +269,8 @@ func thumbnailMatchesAnExactAreaAverageOfTheFullDecode(_ fixture: FixturePhoto) 
 @Test(.enabled(if: djpegAvailable), arguments: 1...8)
 func everyEXIFOrientationIsApplied(_ orientation: Int) async throws {
     let plain = try photo("p05_left01_gray")
-    let reference = upright(try await decode(Thumbnailer(quality: 95).thumbnail(of: plain).jpeg), orientation: orientation)
+    let reference = upright(
+        try await decode(Thumbnailer(quality: 95).thumbnail(of: plain).jpeg), orientation: orientation)
     for bigEndian in [false, true] {
         let tagged = withExif(plain, tiff: orientationTIFF(UInt16(orientation), bigEndian: bigEndian))
         let thumbnail = try Thumbnailer(quality: 95).thumbnail(of: tagged)

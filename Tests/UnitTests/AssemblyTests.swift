@@ -19,7 +19,8 @@ import WalkModel
     func walk(seconds: Int) -> [String] {
         (0..<seconds).map { second in
             let time = Timestamp.format(1_779_443_000 + Double(second))
-            return FakeGPSD.tpv(time: time, lat: 51.5 + Double(second) * 1.5 / 111_200, lon: -0.12, speed: "1.5", track: 0)
+            return FakeGPSD.tpv(
+                time: time, lat: 51.5 + Double(second) * 1.5 / 111_200, lon: -0.12, speed: "1.5", track: 0)
         }
     }
 
@@ -87,7 +88,8 @@ import WalkModel
         try Data("  abc123 \n".utf8).write(to: URL(fileURLWithPath: credentials + "/" + FlickrKey.credential))
         #expect(try FlickrKey.load(file: nil, environment: ["CREDENTIALS_DIRECTORY": credentials]) == "abc123")
         try Data("\n".utf8).write(to: URL(fileURLWithPath: credentials + "/" + FlickrKey.credential))
-        #expect(try FlickrKey.load(file: nil, environment: ["CREDENTIALS_DIRECTORY": credentials]) == nil, "empty: none")
+        #expect(
+            try FlickrKey.load(file: nil, environment: ["CREDENTIALS_DIRECTORY": credentials]) == nil, "empty: none")
         #expect(try FlickrKey.load(file: nil, environment: ["FLICKR_API_KEY": "k"]) == "k")
         var settings = DaemonSettings()
         settings.stateDirectory = directory + "/state"
@@ -109,8 +111,12 @@ import WalkModel
         let example = try String(contentsOfFile: Harness.repository + "/deploy/fieldlog.conf", encoding: .utf8)
         let documented = example.split(separator: "\n").compactMap { line -> String? in
             // "# key: value", not a comment's "# https://…".
-            guard line.hasPrefix("# "), let colon = line.firstIndex(of: ":"), line.dropFirst(line.distance(
-                from: line.startIndex, to: colon) + 1).first == " " else { return nil }
+            guard line.hasPrefix("# "), let colon = line.firstIndex(of: ":"),
+                line.dropFirst(
+                    line.distance(
+                        from: line.startIndex, to: colon) + 1
+                ).first == " "
+            else { return nil }
             let key = line[line.index(line.startIndex, offsetBy: 2)..<colon]
             return key.allSatisfy { $0.isLowercase || $0 == "-" } ? String(key) : nil
         }

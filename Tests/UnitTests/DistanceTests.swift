@@ -1,4 +1,3 @@
-
 import FieldLogTestSupport
 import Foundation
 import Recording
@@ -134,8 +133,10 @@ struct DistanceTests {
     func receiverWithoutSpeedIsWithinSixPercentOnCurvyPaths(shape: PathShape, receiver: (wander: Double, eph: Double)) {
         for seed in 1...3 as ClosedRange<UInt64> {
             let walk = shape.walk(
-                receiver: .realistic(wander: receiver.wander, reportedError: receiver.eph, measuresSpeed: false), seed: seed)
-            #expect(walk.fixes.dropFirst().allSatisfy { $0.speed != nil && $0.track == nil }, "speed as gpsd derives it")
+                receiver: .realistic(wander: receiver.wander, reportedError: receiver.eph, measuresSpeed: false),
+                seed: seed)
+            #expect(
+                walk.fixes.dropFirst().allSatisfy { $0.speed != nil && $0.track == nil }, "speed as gpsd derives it")
             let measured = measure(walk)
             let error = (measured.distance - walk.trueDistance) / walk.trueDistance
             #expect(abs(error) < 0.06, "\(shape) seed \(seed): \(measured.distance) m of \(walk.trueDistance) m")
@@ -246,4 +247,3 @@ private func milestoneIndices(_ events: [WalkEvent]) -> [Int] {
     #expect(abs(tracker.distance - 427) < 0.03 * 427, "\(tracker.distance) m")
     #expect(tracker.milestoneCount == 5)
 }
-

@@ -1,9 +1,9 @@
+import Exports
 import Foundation
 import Testing
-import WalkSimulation
-import Exports
 import WalkJournal
 import WalkModel
+import WalkSimulation
 
 // Walks built in code, through the same records a journal holds.
 
@@ -19,7 +19,9 @@ private func point(
     return .point(TrackPoint(fix: fix, segment: segment, distance: distance))
 }
 
-private func milestone(_ index: Int, _ seconds: Double, _ latitude: Double, _ longitude: Double, distance: Double)
+private func milestone(
+    _ index: Int, _ seconds: Double, _ latitude: Double, _ longitude: Double, distance: Double
+)
     -> JournalRecord
 {
     .milestone(
@@ -111,7 +113,8 @@ func decimalsArePlainWithoutExponent(value: Double, digits: Int, expected: Strin
 
     let milestones = try #require(json["milestones"] as? [[String: Any]])
     #expect(milestones.count == 2)
-    #expect(Set(milestones[1].keys) == ["index", "time", "lat", "lon", "distance_m", "starred", "photo", "photo_status"])
+    #expect(
+        Set(milestones[1].keys) == ["index", "time", "lat", "lon", "distance_m", "starred", "photo", "photo_status"])
     #expect(milestones[1]["photo_status"] as? String == "pending")
     #expect(milestones[1]["index"] as? Int == 1)
     #expect(milestones[1]["time"] as? String == "2026-11-18T09:48:20Z")
@@ -294,7 +297,11 @@ private let photographed: WalkLog = {
         id: "53012345678", title: "Lake & <hills>", ownerName: "Ann Example", ownerID: "12345678@N00",
         license: "CC BY 2.0", pageURL: "https://www.flickr.com/photos/12345678@N00/53012345678/",
         latitude: 47.377, longitude: 8.5418, imageURL: "https://live.staticflickr.com/65535/53012345678_abc_z.jpg")
-    log.apply(.photo(MilestonePhoto(milestone: 0, source: "flickr", outcome: .found(candidate, distance: 12.5, cacheKey: "flickr-53012345678"))))
+    log.apply(
+        .photo(
+            MilestonePhoto(
+                milestone: 0, source: "flickr",
+                outcome: .found(candidate, distance: 12.5, cacheKey: "flickr-53012345678"))))
     log.apply(.photo(MilestonePhoto(milestone: 1, source: "flickr", outcome: .noneNearby(radius: 31_000))))
     return log
 }()
@@ -320,7 +327,10 @@ private let photographed: WalkLog = {
 /// (gpxValidatesAgainstTheOfficialSchema validates it.)
 @Test func gpxLinksMilestonePhotosToTheirPage() throws {
     let gpx = text(photographed, .gpx)
-    #expect(gpx.contains("<link href=\"https://www.flickr.com/photos/12345678@N00/53012345678/\"><text>Lake &amp; &lt;hills&gt;</text></link>"))
+    #expect(
+        gpx.contains(
+            "<link href=\"https://www.flickr.com/photos/12345678@N00/53012345678/\"><text>Lake &amp; &lt;hills&gt;</text></link>"
+        ))
 }
 
 @Test func geoJSONMilestonesCarryThePhoto() throws {
@@ -361,9 +371,14 @@ private let starredWalk: WalkLog = {
         id: "1", title: "<script>alert(\"x\")</script>", ownerName: "O'Brien & \"Co\"", ownerID: "1@N00",
         license: "CC BY 2.0", pageURL: "javascript:alert(1)", latitude: 47.377, longitude: 8.5418,
         imageURL: "https://live.staticflickr.com/1/1_a_z.jpg")
-    log.apply(.photo(MilestonePhoto(milestone: 0, source: "flickr", outcome: .found(hostile, distance: 3, cacheKey: "flickr-1"))))
+    log.apply(
+        .photo(
+            MilestonePhoto(milestone: 0, source: "flickr", outcome: .found(hostile, distance: 3, cacheKey: "flickr-1")))
+    )
     let jpeg: [UInt8] = [0xFF, 0xD8, 0xFF, 0xD9]
-    let html = String(decoding: try WalkExport.render(log, as: .html, isCached: { _ in true }, thumbnail: { _ in jpeg }), as: UTF8.self)
+    let html = String(
+        decoding: try WalkExport.render(log, as: .html, isCached: { _ in true }, thumbnail: { _ in jpeg }),
+        as: UTF8.self)
     #expect(html.hasPrefix("<!DOCTYPE html>"))
     #expect(html.contains("Content-Security-Policy\" content=\"default-src 'none'; img-src data:"))
     #expect(!html.lowercased().contains("<script"))
@@ -385,9 +400,14 @@ private let starredWalk: WalkLog = {
     #expect(html.contains("Thumbnail no longer in the cache."))
     #expect(html.contains("No photo: none taken within 31 km."))
     #expect(html.contains("No photo yet: still being looked for."))
-    #expect(html.contains("<a href=\"https://www.flickr.com/photos/12345678@N00/53012345678/\" rel=\"noopener noreferrer\">photo page</a>"))
+    #expect(
+        html.contains(
+            "<a href=\"https://www.flickr.com/photos/12345678@N00/53012345678/\" rel=\"noopener noreferrer\">photo page</a>"
+        ))
     // Newest first.
-    let order = ["data-milestone=\"2\"", "data-milestone=\"1\"", "data-milestone=\"0\""].map { html.range(of: $0)!.lowerBound }
+    let order = ["data-milestone=\"2\"", "data-milestone=\"1\"", "data-milestone=\"0\""].map {
+        html.range(of: $0)!.lowerBound
+    }
     #expect(order == order.sorted())
 }
 

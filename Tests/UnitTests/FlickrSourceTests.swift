@@ -1,9 +1,8 @@
-
 import FieldLogFakes
 import Foundation
 import NIOCore
-import Testing
 import Photos
+import Testing
 import WalkModel
 
 /// FlickrSource against a fake Flickr on loopback, fault by fault.
@@ -23,7 +22,10 @@ struct FlickrSourceTests {
         try await flickr.start()
         for (index, metres) in [40.0, 300, 1500, 9000].enumerated() {
             let spot = Geodesy.destination(Self.here.lat, Self.here.lon, bearing: 90, distance: metres)
-            flickr.add(.init(id: "700\(index)", latitude: spot.lat, longitude: spot.lon, title: "At \(Int(metres)) m", jpeg: [0xFF, 0xD8]))
+            flickr.add(
+                .init(
+                    id: "700\(index)", latitude: spot.lat, longitude: spot.lon, title: "At \(Int(metres)) m",
+                    jpeg: [0xFF, 0xD8]))
         }
         return flickr
     }
@@ -32,7 +34,8 @@ struct FlickrSourceTests {
         flickr.setFault(fault)
         do {
             let timeout: TimeAmount = fault == .hang ? .seconds(1) : .seconds(20)
-            _ = try await source(timeout: timeout).search(latitude: Self.here.lat, longitude: Self.here.lon, radius: 500)
+            _ = try await source(timeout: timeout).search(
+                latitude: Self.here.lat, longitude: Self.here.lon, radius: 500)
             return nil
         } catch {
             return error as? PhotoSourceError
@@ -54,8 +57,10 @@ struct FlickrSourceTests {
             #expect(abs(Geodesy.distance(Self.here.lat, Self.here.lon, first.latitude, first.longitude) - 40) < 1)
         }
         let request = try #require(flickr.requests.last)
-        for parameter in ["has_geo=1", "media=photos", "content_types=0", "safe_search=1", "min_taken_date=",
-                          "radius=2.000000", "format=json", "nojsoncallback=1", "url_z"] {
+        for parameter in [
+            "has_geo=1", "media=photos", "content_types=0", "safe_search=1", "min_taken_date=",
+            "radius=2.000000", "format=json", "nojsoncallback=1", "url_z",
+        ] {
             #expect(request.contains(parameter), "\(parameter) missing")
         }
         #expect(!request.contains("sort="), "radial queries come nearest first only without sort")
@@ -80,7 +85,8 @@ struct FlickrSourceTests {
         flickr.setFault(.none)
         let badKey = try await { () async throws -> PhotoSourceError? in
             do {
-                _ = try await source(key: "wrong").search(latitude: Self.here.lat, longitude: Self.here.lon, radius: 500)
+                _ = try await source(key: "wrong").search(
+                    latitude: Self.here.lat, longitude: Self.here.lon, radius: 500)
                 return nil
             } catch { return error as? PhotoSourceError }
         }()
@@ -88,7 +94,9 @@ struct FlickrSourceTests {
         #expect(badKey?.message.contains("API key") == true)
         // The key is found by its scalars, also where a combining mark or "\r\n" joins it to a neighbour.
         let redacting = try source()
-        for text in [FakeFlickr.apiKey + "\u{301}", "\r" + FakeFlickr.apiKey + "\n", "x" + FakeFlickr.apiKey + FakeFlickr.apiKey] {
+        for text in [
+            FakeFlickr.apiKey + "\u{301}", "\r" + FakeFlickr.apiKey + "\n", "x" + FakeFlickr.apiKey + FakeFlickr.apiKey,
+        ] {
             let redacted = redacting.redact(text)
             #expect(Array(redacted.utf8).firstRange(of: Array(FakeFlickr.apiKey.utf8)) == nil, "\(redacted)")
             #expect(Array(redacted.utf8).firstRange(of: Array("<redacted>".utf8)) != nil, "\(redacted)")

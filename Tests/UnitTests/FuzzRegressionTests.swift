@@ -1,7 +1,7 @@
+import FieldLogDaemon
 import FieldLogTestSupport
 import Foundation
 import Testing
-import FieldLogDaemon
 import WalkJournal
 import WalkModel
 

@@ -1,9 +1,9 @@
 import FieldLogTestSupport
 import Foundation
 import Testing
-import WalkSimulation
 import WalkJournal
 import WalkModel
+import WalkSimulation
 
 // Journal lines, whole journals and the crash repair of journal files.
 
@@ -227,34 +227,35 @@ func decodeRejectsDamagedLines(line: String) {
 }
 
 /// The scanner is a shortcut only: wherever it answers, JSONDecoder reads the same record.
-@Test(arguments: everyKind.map(JournalCodec.encode) + [
-    #"{ "type" : "fix" , "time":"2026-11-18T09:46:40Z", "lat":4.7e1,"lon":-8.25E-1,"seg":0,"dist":0 }"#,
-    #"{"type":"fix","time":"2026-11-18T09:46:40.125Z","lat":-0.0,"lon":8,"seg":0,"dist":0,"alt":null}"#,
-    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":1.0,"dist":0}"#,
-    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":1e0,"dist":0}"#,
-    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":99999999999999999999,"dist":0}"#,
-    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":047,"lon":8,"seg":0,"dist":0}"#,
-    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47.,"lon":8,"seg":0,"dist":0}"#,
-    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":1e999,"lon":8,"seg":0,"dist":0}"#,
-    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":0,"dist":0,"anchor":false}"#,
-    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":0,"dist":0,"extra":1}"#,
-    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":0,"dist":0}x"#,
-    #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":0,"dist":0,}"#,
-    #"{"type":"f\u0069x","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":0,"dist":0}"#,
-    #"{"type":"event","event":"resumed","wall":"2026-11-18T09:46:40Z","message":"caf\u00e9 \"quoted\""}"#,
-    #"{"type":"event","event":"resumed","wall":"2026-11-18T09:46:40Z","message":"café"}"#,
-    #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":1,"dist":2}"#,
-    #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":null,"dist":2}"#,
-    #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":0.1234567890123456789012}"#,
-    #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":12345678901234567890.5}"#,
-    #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":9007199254740993}"#,
-    #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":0.30000000000000004}"#,
-    #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":-0.000001}"#,
-    #"{"type":"walk_end","time":null,"dist":1}"#,
-    #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":1}   "#,
-    #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":tru}"#,
-    #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":{"m":1}}"#,
-])
+@Test(
+    arguments: everyKind.map(JournalCodec.encode) + [
+        #"{ "type" : "fix" , "time":"2026-11-18T09:46:40Z", "lat":4.7e1,"lon":-8.25E-1,"seg":0,"dist":0 }"#,
+        #"{"type":"fix","time":"2026-11-18T09:46:40.125Z","lat":-0.0,"lon":8,"seg":0,"dist":0,"alt":null}"#,
+        #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":1.0,"dist":0}"#,
+        #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":1e0,"dist":0}"#,
+        #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":99999999999999999999,"dist":0}"#,
+        #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":047,"lon":8,"seg":0,"dist":0}"#,
+        #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47.,"lon":8,"seg":0,"dist":0}"#,
+        #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":1e999,"lon":8,"seg":0,"dist":0}"#,
+        #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":0,"dist":0,"anchor":false}"#,
+        #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":0,"dist":0,"extra":1}"#,
+        #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":0,"dist":0}x"#,
+        #"{"type":"fix","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":0,"dist":0,}"#,
+        #"{"type":"f\u0069x","time":"2026-11-18T09:46:40Z","lat":47,"lon":8,"seg":0,"dist":0}"#,
+        #"{"type":"event","event":"resumed","wall":"2026-11-18T09:46:40Z","message":"caf\u00e9 \"quoted\""}"#,
+        #"{"type":"event","event":"resumed","wall":"2026-11-18T09:46:40Z","message":"café"}"#,
+        #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":1,"dist":2}"#,
+        #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":null,"dist":2}"#,
+        #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":0.1234567890123456789012}"#,
+        #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":12345678901234567890.5}"#,
+        #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":9007199254740993}"#,
+        #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":0.30000000000000004}"#,
+        #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":-0.000001}"#,
+        #"{"type":"walk_end","time":null,"dist":1}"#,
+        #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":1}   "#,
+        #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":tru}"#,
+        #"{"type":"walk_end","time":"2026-11-18T09:46:40Z","dist":{"m":1}}"#,
+    ])
 func scannerAgreesWithJSONDecoder(line: String) {
     var text = line
     let scanned = text.withUTF8 { JournalLineScanner.scan($0) }
@@ -398,7 +399,9 @@ func repairEmptiesAFileWithoutAnyNewline(length: Int) throws {
     let directory = Harness.temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let path = directory + "/walk.jsonl"
-    write(Array(JournalCodec.encode(everyKind[0]).utf8.prefix(length)) + [UInt8](repeating: 0x7B, count: max(0, length - 40)), to: path)
+    write(
+        Array(JournalCodec.encode(everyKind[0]).utf8.prefix(length))
+            + [UInt8](repeating: 0x7B, count: max(0, length - 40)), to: path)
     let size = bytes(at: path).count
     #expect(try JournalFile.repairTornTail(path: path) == size)
     #expect(bytes(at: path).isEmpty)
@@ -475,7 +478,9 @@ func repairEmptiesAFileWithoutAnyNewline(length: Int) throws {
 
     let first = store.newWalkID(startingAt: start + 0.9)
     #expect(first == "20261118T094640Z")
-    write(Array((JournalCodec.encode(.walkStart(id: first, time: start, every: 100)) + "\n").utf8), to: store.path(for: first))
+    write(
+        Array((JournalCodec.encode(.walkStart(id: first, time: start, every: 100)) + "\n").utf8),
+        to: store.path(for: first))
     let again = store.newWalkID(startingAt: start)
     #expect(again == "20261118T094640Z-2")
     let later = store.newWalkID(startingAt: start + 86400)

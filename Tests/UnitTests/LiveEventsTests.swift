@@ -18,7 +18,9 @@ private struct LiveJournal {
 
     func append(_ records: [JournalRecord], to id: String) {
         let path = store.path(for: id)
-        if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
+        if !FileManager.default.fileExists(atPath: path) {
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
+        }
         let handle = FileHandle(forWritingAtPath: path)!
         handle.seekToEndOfFile()
         handle.write(Data(records.map { JournalCodec.encode($0) + "\n" }.joined().utf8))
@@ -26,8 +28,10 @@ private struct LiveJournal {
     }
 
     static func milestone(_ index: Int) -> JournalRecord {
-        .milestone(Milestone(index: index, time: start + Double(index) * 70, latitude: 55.95, longitude: -3.2,
-                             distance: Double(index) * 100))
+        .milestone(
+            Milestone(
+                index: index, time: start + Double(index) * 70, latitude: 55.95, longitude: -3.2,
+                distance: Double(index) * 100))
     }
 
     static func photo(_ index: Int) -> JournalRecord {
@@ -47,7 +51,9 @@ private func liveEvents(following walk: LiveWalk) -> LiveEvents {
     // The poller's own interval is an hour: the test calls `tick` itself.
     LiveEvents(
         walk: walk,
-        status: { LiveStatus(distance: 0, milestones: 0, gpsd: .connected, lastFixWall: nil, photos: nil, storage: nil) },
+        status: {
+            LiveStatus(distance: 0, milestones: 0, gpsd: .connected, lastFixWall: nil, photos: nil, storage: nil)
+        },
         isCached: { _ in false }, maxSubscribers: 4, interval: .seconds(3600))
 }
 
@@ -122,5 +128,6 @@ private func cardEvents(_ messages: [String]) -> [String] {
     // Missing a few still sends just those, no reload.
     let again = liveEvents(following: walk)
     let recent = await drain(try #require(again.subscribe(since: "\(id)/455")), closing: again)
-    #expect(cardEvents(recent) == (455..<460).map { "milestone \($0)" } && !recent.contains { $0.hasPrefix("event: walk") })
+    #expect(
+        cardEvents(recent) == (455..<460).map { "milestone \($0)" } && !recent.contains { $0.hasPrefix("event: walk") })
 }

@@ -406,7 +406,8 @@ private func xmp(_ properties: [(String, String)], prefix: String = "exif", elem
         elements ? "<\(prefix):\(name)>\(value)</\(prefix):\(name)>" : " \(prefix):\(name)=\"\(value)\""
     }.joined(separator: elements ? "\n" : "")
     let namespace = "http://ns.adobe.com/exif/1.0/"
-    let description = elements
+    let description =
+        elements
         ? "<rdf:Description rdf:about=\"\" xmlns:\(prefix)='\(namespace)'>\n\(values)\n</rdf:Description>"
         : "<rdf:Description rdf:about=\"\" xmlns:\(prefix)=\"\(namespace)\"\(values)/>"
     let packet = """

@@ -12,7 +12,8 @@ private let start = Timestamp.parse("2026-11-18T09:46:40Z")!
 private func fix(_ second: Int, segment: Int = 0) -> JournalRecord {
     .point(
         TrackPoint(
-            fix: Fix(time: start + Double(second) / 10, latitude: 55.95 + Double(second) * 1e-6, longitude: -3.2, mode: 3),
+            fix: Fix(
+                time: start + Double(second) / 10, latitude: 55.95 + Double(second) * 1e-6, longitude: -3.2, mode: 3),
             segment: segment, distance: Double(second) * 0.14))
 }
 
@@ -26,8 +27,13 @@ private func longJournal() -> [UInt8] {
             let index = second / 700
             lines.append(
                 JournalCodec.encode(
-                    .milestone(Milestone(index: index, time: start + Double(second) / 10, latitude: 55.95, longitude: -3.2, distance: Double(index) * 100))))
-            lines.append(JournalCodec.encode(.photo(MilestonePhoto(milestone: index, source: "local", outcome: .noneNearby(radius: 1000)))))
+                    .milestone(
+                        Milestone(
+                            index: index, time: start + Double(second) / 10, latitude: 55.95, longitude: -3.2,
+                            distance: Double(index) * 100))))
+            lines.append(
+                JournalCodec.encode(
+                    .photo(MilestonePhoto(milestone: index, source: "local", outcome: .noneNearby(radius: 1000)))))
         }
         if second == 9_000 { lines.append(#"{"type":"fix","lat":"#) }
         if second == 12_000 { lines.append(String(repeating: "x", count: 3 << 19)) }
@@ -112,7 +118,9 @@ private func longJournal() -> [UInt8] {
     let path = store.path(for: "w")
     var lines = [JournalCodec.encode(.walkStart(id: "w", time: start, every: 100))]
     lines += (0..<100).map { JournalCodec.encode(fix($0)) }
-    lines.append(JournalCodec.encode(.milestone(Milestone(index: 0, time: start, latitude: 55.95, longitude: -3.2, distance: 0))))
+    lines.append(
+        JournalCodec.encode(.milestone(Milestone(index: 0, time: start, latitude: 55.95, longitude: -3.2, distance: 0)))
+    )
     try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: false, encoding: .utf8)
     let first = try #require(try WalkIndex.summaries(in: store).first)
     #expect(first.milestones == 1 && first.pendingPhotos == 1 && first.lastFixTime == start + 9.9)
@@ -124,7 +132,8 @@ private func longJournal() -> [UInt8] {
         toFile: indexPath, atomically: true, encoding: .utf8)
     let appended = [
         JournalCodec.encode(fix(100)),
-        JournalCodec.encode(.milestone(Milestone(index: 1, time: start + 10, latitude: 55.95, longitude: -3.2, distance: 100))),
+        JournalCodec.encode(
+            .milestone(Milestone(index: 1, time: start + 10, latitude: 55.95, longitude: -3.2, distance: 100))),
         JournalCodec.encode(.photo(MilestonePhoto(milestone: 0, source: "local", outcome: .noneNearby(radius: 1000)))),
     ]
     let handle = try #require(FileHandle(forWritingAtPath: path))

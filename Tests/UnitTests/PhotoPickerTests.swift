@@ -1,9 +1,8 @@
 import Foundation
-import Testing
-import WalkSimulation
 import Photos
+import Testing
 import WalkModel
-
+import WalkSimulation
 
 /// PhotoPicker on the hard cases: a burst of 30 shots by one owner at one spot, city-level photos at
 /// the walk's centre, an indoor snapshot, and other owners' photos along the walk.
@@ -15,7 +14,10 @@ struct PhotoPickerTests {
         Geodesy.destination(start.lat, start.lon, bearing: 90, distance: Double(index) * 100)
     }
 
-    static func photo(_ id: String, owner: String, near index: Int, metres: Double, taken: String, accuracy: Int? = 16, indoors: Bool = false) -> PhotoCandidate {
+    static func photo(
+        _ id: String, owner: String, near index: Int, metres: Double, taken: String, accuracy: Int? = 16,
+        indoors: Bool = false
+    ) -> PhotoCandidate {
         let spot = milestone(index)
         let at = Geodesy.destination(spot.lat, spot.lon, bearing: 0, distance: metres)
         var candidate = PhotoCandidate(
@@ -31,18 +33,28 @@ struct PhotoPickerTests {
         var all: [PhotoCandidate] = []
         // The burst: 30 shots 2 s apart, 10 m from milestone 3; nearer to it than anything else.
         for shot in 0..<30 {
-            all.append(photo("burst\(shot)", owner: "burst@N00", near: 3, metres: 10, taken: "2024-06-01 10:00:\(String(format: "%02d", shot * 2))"))
+            all.append(
+                photo(
+                    "burst\(shot)", owner: "burst@N00", near: 3, metres: 10,
+                    taken: "2024-06-01 10:00:\(String(format: "%02d", shot * 2))"))
         }
         // Other owners, 40 m beside every milestone, hours apart.
         for index in 0..<12 {
-            all.append(photo("along\(index)", owner: "owner\(index % 4)@N00", near: index, metres: 40, taken: "2024-06-0\(1 + index % 7) \(String(format: "%02d", 8 + index)):00:00"))
+            all.append(
+                photo(
+                    "along\(index)", owner: "owner\(index % 4)@N00", near: index, metres: 40,
+                    taken: "2024-06-0\(1 + index % 7) \(String(format: "%02d", 8 + index)):00:00"))
         }
         // City-level positions, all at the walk's centre: "near" every milestone in town.
         for index in 0..<5 {
-            all.append(photo("city\(index)", owner: "city@N00", near: 6, metres: 1, taken: "2023-01-0\(index + 1) 12:00:00", accuracy: 11))
+            all.append(
+                photo(
+                    "city\(index)", owner: "city@N00", near: 6, metres: 1, taken: "2023-01-0\(index + 1) 12:00:00",
+                    accuracy: 11))
         }
         // Indoors, 5 m from milestone 8.
-        all.append(photo("indoor", owner: "inside@N00", near: 8, metres: 5, taken: "2024-06-03 15:00:00", indoors: true))
+        all.append(
+            photo("indoor", owner: "inside@N00", near: 8, metres: 5, taken: "2024-06-03 15:00:00", indoors: true))
         return all
     }()
 
@@ -53,8 +65,11 @@ struct PhotoPickerTests {
         for index in 0..<12 {
             let spot = milestone(index)
             for radius in PhotoService.radii {
-                let answer = universe.filter { Geodesy.distance(spot.lat, spot.lon, $0.latitude, $0.longitude) <= radius }
-                let choices = PhotoPicker.rank(answer, latitude: spot.lat, longitude: spot.lon, radius: radius, picks: picks)
+                let answer = universe.filter {
+                    Geodesy.distance(spot.lat, spot.lon, $0.latitude, $0.longitude) <= radius
+                }
+                let choices = PhotoPicker.rank(
+                    answer, latitude: spot.lat, longitude: spot.lon, radius: radius, picks: picks)
                 if let best = choices.first(where: { !$0.isFallback || radius >= PhotoService.fallbackReach }) {
                     chosen.append(best)
                     picks.add(best.candidate)
@@ -98,7 +113,8 @@ struct PhotoPickerTests {
         let chosen = Self.walk(onlyCoarse)
         #expect(chosen.count == 6, "five city-level and one indoor photo for twelve milestones")
         #expect(chosen.allSatisfy { $0.isFallback })
-        #expect(chosen.contains { $0.why.contains("coarse position") && $0.why.contains("nothing better within 2000 m") })
+        #expect(
+            chosen.contains { $0.why.contains("coarse position") && $0.why.contains("nothing better within 2000 m") })
         // The same owner's city-level shots are days apart: not a burst, but spread as far as possible.
         #expect(Set(chosen.map(\.candidate.id)).count == chosen.count)
     }
@@ -114,4 +130,3 @@ struct PhotoPickerTests {
         #expect(WalkPicks.seconds("2024-03-01 00:00:00")! - WalkPicks.seconds("2024-02-28 00:00:00")! == 2 * 86_400)
     }
 }
-

@@ -50,7 +50,8 @@ private func walk(
         let noisy = Geodesy.destination(
             spot.lat, spot.lon, bearing: random.next(in: 0..<360), distance: random.next(in: 0..<1))
         fixes.append(
-            Fix(time: startTime + Double(second), latitude: noisy.lat, longitude: noisy.lon, altitude: 420,
+            Fix(
+                time: startTime + Double(second), latitude: noisy.lat, longitude: noisy.lon, altitude: 420,
                 horizontalError: eph))
     }
     return (fixes, spot)
@@ -186,7 +187,10 @@ private func appendBytes(_ text: String, to path: String) throws {
     try record(walk(seconds: 120, eph: limits.maxHorizontalError + 30).fixes, into: recorder)
     recorder.flush()
     try record(
-        [Fix(time: t0 + 500, latitude: 47, longitude: 8, mode: 1), Fix(time: t0 + 501, latitude: 47, longitude: 8, mode: 1)],
+        [
+            Fix(time: t0 + 500, latitude: 47, longitude: 8, mode: 1),
+            Fix(time: t0 + 501, latitude: 47, longitude: 8, mode: 1),
+        ],
         into: recorder)
     recorder.finishSession(reason: "done")
     #expect(try state.store.walkIDs().isEmpty)
@@ -211,9 +215,10 @@ private func appendBytes(_ text: String, to path: String) throws {
     recorder.finishSession(reason: "done")
     let log = try #require(try state.walks().first)
     #expect(log.points.count == 10)
-    #expect(log.events.filter { $0.kind == .timeSuspect }.map(\.message) == [
-        "4 fixes dropped for an implausible GPS time, from nan (before 2010 or after 9999)"
-    ])
+    #expect(
+        log.events.filter { $0.kind == .timeSuspect }.map(\.message) == [
+            "4 fixes dropped for an implausible GPS time, from nan (before 2010 or after 9999)"
+        ])
     #expect(recorder.summary.suspectFixes == 4)
     #expect(recorder.summary.lastSuspectTime == nil)
 }
@@ -308,7 +313,10 @@ func crashedWalkResumesWhenFixesContinueWithinIdleGap(tornLine: String?) throws 
     let log = try state.store.read(id)
     let records = try state.records(id)
     #expect(log.damagedLines.isEmpty)
-    #expect(!records.contains { if case let .event(event) = $0 { event.message?.hasPrefix("UNREADABLE") == true } else { false } })
+    #expect(
+        !records.contains {
+            if case let .event(event) = $0 { event.message?.hasPrefix("UNREADABLE") == true } else { false }
+        })
     #expect(log.isOpen)
     // The walk carries on in the same file: what was there, then `resumed`, then the new fixes.
     let validBefore = tornLine == nil ? beforeCrash : Array(beforeCrash.dropLast())
@@ -406,7 +414,9 @@ func crashedWalkResumesWhenFixesContinueWithinIdleGap(tornLine: String?) throws 
     let recorder = try state.recorder()
     // Walk, then a jump past the idle gap closes it and opens a second walk; that one crashes.
     try record(first.fixes, into: recorder)
-    try record(walk(from: first.end, seconds: 10, startTime: first.fixes.last!.time + limits.idleGap + 5).fixes, into: recorder)
+    try record(
+        walk(from: first.end, seconds: 10, startTime: first.fixes.last!.time + limits.idleGap + 5).fixes, into: recorder
+    )
     let ids = try state.store.walkIDs()
     #expect(ids.count == 2)
     let closed = try state.store.read(ids[0])

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import Sharing
+import Testing
 import Thumbnailing
 import WalkModel
 
@@ -28,16 +28,20 @@ struct SharedPhotoTests {
         #expect(max(shown.width, shown.height) == SharedPhoto.size && rendition.count <= SharedPhoto.maxBytes)
         let payload = Self.photoMessage(rendition)
         let line = Self.recorderLine(payload)
-        print("\(name): cached thumbnail \(cached.count) bytes, shared rendition \(rendition.count) bytes, Recorder line \(line) bytes")
+        print(
+            "\(name): cached thumbnail \(cached.count) bytes, shared rendition \(rendition.count) bytes, Recorder line \(line) bytes"
+        )
         #expect(line < 24 << 10, "\(name): a line of \(line) bytes")
     }
 
     /// The whole photo corpus (`/work/shared/photos/build-corpus.sh` builds it; not in the repository):
     /// `FIELDLOG_PHOTO_CORPUS=DIR/corpus swift test --filter SharedPhotoTests` prints each line and the largest.
-    @Test(.enabled(if: ProcessInfo.processInfo.environment["FIELDLOG_PHOTO_CORPUS"] != nil, "set FIELDLOG_PHOTO_CORPUS"))
+    @Test(
+        .enabled(if: ProcessInfo.processInfo.environment["FIELDLOG_PHOTO_CORPUS"] != nil, "set FIELDLOG_PHOTO_CORPUS"))
     func theWholeCorpusIsSharedInLinesWellUnder32KiB() throws {
         let directory = try #require(ProcessInfo.processInfo.environment["FIELDLOG_PHOTO_CORPUS"])
-        let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".jpg") }.sorted()
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".jpg") }
+            .sorted()
         #expect(!names.isEmpty)
         var largest = (line: 0, name: "")
         for name in names {
@@ -48,7 +52,9 @@ struct SharedPhotoTests {
                 continue
             }
             let line = Self.recorderLine(Self.photoMessage(rendition))
-            print("\(name): cached thumbnail \(cached.count) bytes, shared rendition \(rendition.count) bytes, Recorder line \(line) bytes")
+            print(
+                "\(name): cached thumbnail \(cached.count) bytes, shared rendition \(rendition.count) bytes, Recorder line \(line) bytes"
+            )
             if line > largest.line { largest = (line, name) }
         }
         print("the largest Recorder line over \(names.count) photos: \(largest.line) bytes (\(largest.name))")
@@ -61,7 +67,8 @@ struct SharedPhotoTests {
             id: "1", title: "A photo", ownerName: "Ann Example", ownerID: "a", license: "CC BY-SA 4.0", pageURL: nil,
             latitude: 52.85, longitude: 13.8, imageURL: "https://example.org/1.jpg")
         return OwnTracksMessage.encode(
-            .photo(milestone, candidate, cacheKey: "k"), options: .init(tid: "tw", topic: "owntracks/walker/pi", walk: "w"),
+            .photo(milestone, candidate, cacheKey: "k"),
+            options: .init(tid: "tw", topic: "owntracks/walker/pi", walk: "w"),
             thumbnail: rendition)
     }
 

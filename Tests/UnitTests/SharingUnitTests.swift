@@ -1,7 +1,7 @@
-import Foundation
-import Testing
 import FieldLogTestSupport
+import Foundation
 import Sharing
+import Testing
 import WalkModel
 
 /// The parts of sharing that need no network: destination URLs, what the selector chooses from a journal, the
@@ -9,15 +9,21 @@ import WalkModel
 struct SharingUnitTests {
     @Test func destinationURLs() throws {
         let mqtt = try ShareDestination(url: "mqtt://walker@broker.example.org/", device: "pi")
-        #expect(mqtt.kind == .mqtt && !mqtt.tls && mqtt.port == 1883 && mqtt.topic == "owntracks/walker/pi" && mqtt.user == "walker")
+        #expect(
+            mqtt.kind == .mqtt && !mqtt.tls && mqtt.port == 1883 && mqtt.topic == "owntracks/walker/pi"
+                && mqtt.user == "walker")
         let mqtts = try ShareDestination(url: "mqtts://[::1]:9883/family/walk", device: "pi")
         #expect(mqtts.tls && mqtts.host == "::1" && mqtts.port == 9883 && mqtts.topic == "family/walk")
         let https = try ShareDestination(url: "https://walker@recorder.example.org/pub", device: "pi")
-        #expect(https.kind == .http && https.tls && https.port == 443 && https.path == "/pub" && https.topic == "owntracks/walker/pi")
+        #expect(
+            https.kind == .http && https.tls && https.port == 443 && https.path == "/pub"
+                && https.topic == "owntracks/walker/pi")
         #expect(try ShareDestination(url: "http://127.0.0.1:8083/pub", device: "pi").port == 8083)
         // Refused: a password in the URL, plain http off loopback, wildcards, other schemes, no host.
-        for url in ["mqtt://walker:secret@broker/", "http://recorder.example.org/pub", "mqtt://broker/owntracks/#",
-                    "ftp://broker/", "mqtt:///topic", "broker:1883", "mqtt://broker:99999/"] {
+        for url in [
+            "mqtt://walker:secret@broker/", "http://recorder.example.org/pub", "mqtt://broker/owntracks/#",
+            "ftp://broker/", "mqtt:///topic", "broker:1883", "mqtt://broker:99999/",
+        ] {
             #expect(throws: ShareError.self, "\(url)") { try ShareDestination(url: url, device: "pi") }
         }
         #expect((try? ShareDestination(url: "mqtt://walker:secret@broker/", device: "pi")) == nil)
@@ -27,15 +33,21 @@ struct SharingUnitTests {
             #expect(!error.message.contains("secret"), "the refusal does not repeat the password")
         }
         // One state file per destination and device, stable.
-        #expect(mqtt.stateFileName == (try ShareDestination(url: "mqtt://walker@broker.example.org/", device: "pi")).stateFileName)
-        #expect(mqtt.stateFileName != (try ShareDestination(url: "mqtt://walker@broker.example.org/", device: "pj")).stateFileName)
+        #expect(
+            mqtt.stateFileName
+                == (try ShareDestination(url: "mqtt://walker@broker.example.org/", device: "pi")).stateFileName)
+        #expect(
+            mqtt.stateFileName
+                != (try ShareDestination(url: "mqtt://walker@broker.example.org/", device: "pj")).stateFileName)
         #expect(ShareDestination.sanitizedDevice("Raspberry Pi") == "raspberry-pi")
     }
 
     func point(_ second: Int, segment: Int = 0, speed: Double? = 1.4) -> TrackPoint {
         TrackPoint(
-            fix: Fix(time: 1_700_000_000 + Double(second), latitude: 55 + Double(second) * 1e-5, longitude: -3, altitude: 80.4,
-                     horizontalError: 3.6, mode: 3, speed: speed, track: 45.2),
+            fix: Fix(
+                time: 1_700_000_000 + Double(second), latitude: 55 + Double(second) * 1e-5, longitude: -3,
+                altitude: 80.4,
+                horizontalError: 3.6, mode: 3, speed: speed, track: 45.2),
             segment: segment, distance: Double(second) * 1.4)
     }
 
@@ -47,8 +59,11 @@ struct SharingUnitTests {
             out += selector.feed(.point(point(second)))
             if second == 25 {
                 let at = point(25)
-                out += selector.feed(.milestone(Milestone(index: 1, time: at.fix.time, latitude: at.fix.latitude,
-                                                          longitude: at.fix.longitude, distance: 100)))
+                out += selector.feed(
+                    .milestone(
+                        Milestone(
+                            index: 1, time: at.fix.time, latitude: at.fix.latitude,
+                            longitude: at.fix.longitude, distance: 100)))
             }
         }
         out += selector.feed(.segment(SegmentBreak(index: 1, time: 1_700_000_100, gap: 60)))
@@ -71,8 +86,13 @@ struct SharingUnitTests {
             count += again.feed(.point(point(second))).count
             if second == 25 {
                 let at = point(25)
-                count += again.feed(.milestone(Milestone(index: 1, time: at.fix.time, latitude: at.fix.latitude,
-                                                         longitude: at.fix.longitude, distance: 100))).count
+                count +=
+                    again.feed(
+                        .milestone(
+                            Milestone(
+                                index: 1, time: at.fix.time, latitude: at.fix.latitude,
+                                longitude: at.fix.longitude, distance: 100))
+                    ).count
             }
         }
         #expect(count == 5, "before the segment ends, 39 is still held back")
@@ -90,13 +110,17 @@ struct SharingUnitTests {
     @Test func ownTracksLocationFieldsAndUnits() throws {
         let options = OwnTracksMessage.Options(tid: "tw", topic: "owntracks/walker/pi", walk: "w")
         let json = try #require(
-            try JSONSerialization.jsonObject(with: Data(OwnTracksMessage.encode(.fix(point(3)), options: options))) as? [String: Any])
+            try JSONSerialization.jsonObject(with: Data(OwnTracksMessage.encode(.fix(point(3)), options: options)))
+                as? [String: Any])
         #expect(json["_type"] as? String == "location" && json["tst"] as? Int == 1_700_000_003)
         #expect(json["vel"] as? Int == 5, "1.4 m/s is 5 km/h")
         #expect(json["acc"] as? Int == 4 && json["alt"] as? Int == 80 && json["cog"] as? Int == 45)
-        #expect(json["tid"] as? String == "tw" && json["topic"] as? String == "owntracks/walker/pi" && json["t"] as? String == "t")
+        #expect(
+            json["tid"] as? String == "tw" && json["topic"] as? String == "owntracks/walker/pi"
+                && json["t"] as? String == "t")
         let still = try #require(
-            try JSONSerialization.jsonObject(with: Data(OwnTracksMessage.encode(.fix(point(3, speed: 0)), options: options))) as? [String: Any])
+            try JSONSerialization.jsonObject(
+                with: Data(OwnTracksMessage.encode(.fix(point(3, speed: 0)), options: options))) as? [String: Any])
         #expect(still["vel"] == nil, "zero is left out, as the apps do")
     }
 
@@ -105,7 +129,9 @@ struct SharingUnitTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let destination = try ShareDestination(url: "mqtt://walker@broker/", device: "pi")
         #expect(ShareCursor.read(destination, directory: directory) == .missing)
-        let cursor = ShareCursor(url: destination.url, device: "pi", walk: "20240518T080001Z", acknowledged: 42, lastTst: 1_700_000_000, lastWall: 5)
+        let cursor = ShareCursor(
+            url: destination.url, device: "pi", walk: "20240518T080001Z", acknowledged: 42, lastTst: 1_700_000_000,
+            lastWall: 5)
         try cursor.write(destination, directory: directory)
         #expect(ShareCursor.read(destination, directory: directory) == .position(cursor))
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".tmp") }

@@ -1,8 +1,7 @@
-
 import FieldLogTestSupport
 import Foundation
-import Testing
 import Recording
+import Testing
 import WalkJournal
 
 /// status.json is rewritten in place: whole after a shorter write, never shrinking, always the same file.
@@ -12,11 +11,15 @@ struct StatusFileTests {
 
     func inodeAndSize() throws -> (inode: UInt64, size: Int) {
         let attributes = try FileManager.default.attributesOfItem(atPath: path)
-        return ((attributes[.systemFileNumber] as? NSNumber)?.uint64Value ?? 0, (attributes[.size] as? NSNumber)?.intValue ?? -1)
+        return (
+            (attributes[.systemFileNumber] as? NSNumber)?.uint64Value ?? 0,
+            (attributes[.size] as? NSNumber)?.intValue ?? -1
+        )
     }
 
     func summary(distance: Double, storage: StorageTrouble?) -> WalkRecorder.Summary {
-        WalkRecorder.Summary(walkID: "20260518-080000", distance: distance, milestones: 1, lastFixTime: 1_779_091_200, storage: storage)
+        WalkRecorder.Summary(
+            walkID: "20260518-080000", distance: distance, milestones: 1, lastFixTime: 1_779_091_200, storage: storage)
     }
 
     @Test func aShorterStatusReadsWholeAfterALongerOne() throws {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-import WalkSimulation
 import WalkModel
+import WalkSimulation
 
 // RFC 3339 timestamps as the journal writes and reads them.
 
@@ -86,7 +86,9 @@ func formatsKnownTimes(time: Double, text: String) {
         if !ok {
             failures += 1
             if failures <= 5 {
-                Issue.record("\(time): formatted \(text), parsed back \(String(describing: parsed)), Foundation says \(foundationStamp(time))")
+                Issue.record(
+                    "\(time): formatted \(text), parsed back \(String(describing: parsed)), Foundation says \(foundationStamp(time))"
+                )
             }
         }
     }

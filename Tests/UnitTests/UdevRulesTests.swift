@@ -8,7 +8,10 @@ private let rulesPath = Harness.repository + "/udev/61-fieldlog-gps.rules"
 
 /// `udevadm verify` exists from systemd 253 (Debian 12 has 252).
 private let udevadmVerify: String? = {
-    guard let udevadm = ["/usr/bin/udevadm", "/bin/udevadm"].first(where: { FileManager.default.isExecutableFile(atPath: $0) })
+    guard
+        let udevadm = ["/usr/bin/udevadm", "/bin/udevadm"].first(where: {
+            FileManager.default.isExecutableFile(atPath: $0)
+        })
     else { return nil }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: udevadm)
@@ -68,7 +71,9 @@ enum UdevRules {
             let number = index + 1
             let line = raw.trimmingCharacters(in: .whitespaces)
             if line.isEmpty || line.hasPrefix("#") { continue }
-            guard !line.hasSuffix("\\") else { throw UdevSyntaxError(line: number, reason: "continuation lines not used here") }
+            guard !line.hasSuffix("\\") else {
+                throw UdevSyntaxError(line: number, reason: "continuation lines not used here")
+            }
             rules.append(UdevRule(line: number, pairs: try pairs(Substring(line), line: number)))
         }
         return rules
@@ -84,7 +89,9 @@ enum UdevRules {
             rest = rest[keyEnd...]
             var argument: String?
             if rest.first == "{" {
-                guard let close = rest.firstIndex(of: "}") else { throw UdevSyntaxError(line: number, reason: "unclosed {") }
+                guard let close = rest.firstIndex(of: "}") else {
+                    throw UdevSyntaxError(line: number, reason: "unclosed {")
+                }
                 argument = String(rest[rest.index(after: rest.startIndex)..<close])
                 guard let argument, !argument.isEmpty, argument.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" })
                 else { throw UdevSyntaxError(line: number, reason: "bad {argument} of \(key)") }
@@ -104,7 +111,8 @@ enum UdevRules {
                 throw UdevSyntaxError(line: number, reason: "\(key) does not take \(op) (or is not a udev key)")
             }
             guard keysWithArgument.contains(key) == (argument != nil) else {
-                throw UdevSyntaxError(line: number, reason: "\(key) \(argument == nil ? "needs" : "takes no") {argument}")
+                throw UdevSyntaxError(
+                    line: number, reason: "\(key) \(argument == nil ? "needs" : "takes no") {argument}")
             }
             if ["LABEL", "GOTO"].contains(key) && op != "=" {
                 throw UdevSyntaxError(line: number, reason: "\(key) takes only =")
@@ -191,12 +199,17 @@ struct UdevRulesTests {
         #expect(all.contains { $0.key == "SYMLINK" && $0.op == "+=" && $0.value == "gps-fieldlog" })
         #expect(all.contains { $0.key == "GROUP" && $0.op == "=" && $0.value == "dialout" })
         // The hand-off to gpsd, but only where 60-gpsd.rules has not asked for gpsdctl@ already.
-        let handOff = try #require(rules.first { $0.pairs.contains { $0.key == "ENV" && $0.argument == "SYSTEMD_WANTS" && $0.op == "+=" } })
+        let handOff = try #require(
+            rules.first { $0.pairs.contains { $0.key == "ENV" && $0.argument == "SYSTEMD_WANTS" && $0.op == "+=" } })
         #expect(handOff.pairs.contains { $0.key == "TAG" && $0.op == "+=" && $0.value == "systemd" })
-        #expect(handOff.pairs.contains { $0.key == "ENV" && $0.argument == "SYSTEMD_WANTS" && $0.value == "gpsdctl@%k.service" })
-        #expect(handOff.pairs.contains {
-            $0.key == "ENV" && $0.argument == "SYSTEMD_WANTS" && $0.op == "!=" && $0.value.contains("gpsdctl@")
-        })
+        #expect(
+            handOff.pairs.contains {
+                $0.key == "ENV" && $0.argument == "SYSTEMD_WANTS" && $0.value == "gpsdctl@%k.service"
+            })
+        #expect(
+            handOff.pairs.contains {
+                $0.key == "ENV" && $0.argument == "SYSTEMD_WANTS" && $0.op == "!=" && $0.value.contains("gpsdctl@")
+            })
         // Never overwrite what 60-gpsd.rules set, never a MODE or OWNER of our own.
         #expect(!all.contains { $0.argument == "SYSTEMD_WANTS" && $0.op == "=" })
         #expect(!all.contains { $0.key == "SYMLINK" && $0.op != "+=" })

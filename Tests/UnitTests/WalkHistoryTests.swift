@@ -1,9 +1,9 @@
 import FieldLogTestSupport
 import Foundation
 import Logging
-import Testing
 import Photos
 import Recording
+import Testing
 import Thumbnailing
 import WalkJournal
 import WalkModel
@@ -16,14 +16,18 @@ private func writeWalk(_ id: String, start: Double, milestones: Int, served: Int
     var lines = [JournalCodec.encode(.walkStart(id: id, time: start, every: 100))]
     for index in 0..<milestones {
         let milestone = Milestone(
-            index: index, time: start + Double(index) * 70, latitude: 50 + Double(index) * 0.001, longitude: start / 1e9,
+            index: index, time: start + Double(index) * 70, latitude: 50 + Double(index) * 0.001,
+            longitude: start / 1e9,
             distance: Double(index) * 100)
         lines.append(JournalCodec.encode(.milestone(milestone)))
         if index < served {
-            lines.append(JournalCodec.encode(.photo(MilestonePhoto(milestone: index, source: "local", outcome: .noneNearby(radius: 31_000)))))
+            lines.append(
+                JournalCodec.encode(
+                    .photo(MilestonePhoto(milestone: index, source: "local", outcome: .noneNearby(radius: 31_000)))))
         }
     }
-    lines.append(JournalCodec.encode(.walkEnd(time: start + Double(milestones) * 70, distance: Double(milestones) * 100)))
+    lines.append(
+        JournalCodec.encode(.walkEnd(time: start + Double(milestones) * 70, distance: Double(milestones) * 100)))
     try (lines.joined(separator: "\n") + "\n").write(toFile: store.path(for: id), atomically: true, encoding: .utf8)
 }
 
@@ -47,7 +51,11 @@ private func writeWalk(_ id: String, start: Double, milestones: Int, served: Int
     // A late photo changes a journal: its summary is made anew.
     let handle = try #require(FileHandle(forWritingAtPath: store.path(for: "20250102T080000Z")))
     handle.seekToEndOfFile()
-    handle.write(Data((JournalCodec.encode(.photo(MilestonePhoto(milestone: 1, source: "local", outcome: .noneNearby(radius: 31_000)))) + "\n").utf8))
+    handle.write(
+        Data(
+            (JournalCodec.encode(
+                .photo(MilestonePhoto(milestone: 1, source: "local", outcome: .noneNearby(radius: 31_000)))) + "\n")
+                .utf8))
     handle.closeFile()
     #expect(try WalkIndex.summaries(in: store).map(\.pendingPhotos) == [0, 1])
 
@@ -60,7 +68,8 @@ private func writeWalk(_ id: String, start: Double, milestones: Int, served: Int
 private actor AskedSource: PhotoSource {
     var asked: [Double] = []
 
-    func search(latitude: Double, longitude: Double, radius: Double) async throws(PhotoSourceError) -> [PhotoCandidate] {
+    func search(latitude: Double, longitude: Double, radius: Double) async throws(PhotoSourceError) -> [PhotoCandidate]
+    {
         asked.append(longitude)
         return []
     }

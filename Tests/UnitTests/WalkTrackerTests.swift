@@ -457,7 +457,9 @@ func restoredTrackerContinuesLikeAnUninterruptedOne(split: Int) {
     #expect(restored.segment == first.segment)
     let after = feed(&restored, fixes[split...])
 
-    #expect(abs(restored.distance - uninterrupted.distance) < 0.1, "restored \(restored.distance) m, uninterrupted \(uninterrupted.distance) m")
+    #expect(
+        abs(restored.distance - uninterrupted.distance) < 0.1,
+        "restored \(restored.distance) m, uninterrupted \(uninterrupted.distance) m")
     #expect(restored.segment == uninterrupted.segment)
     #expect(restored.milestoneCount == uninterrupted.milestoneCount)
     let resumedIndices = (before + after).compactMap(\.milestone).map(\.index)
@@ -468,7 +470,8 @@ func restoredTrackerContinuesLikeAnUninterruptedOne(split: Int) {
     let allPoints = all.compactMap(\.point)
     #expect(resumedPoints.count == allPoints.count)
     for (resumed, reference) in zip(resumedPoints, allPoints) where abs(resumed.distance - reference.distance) >= 0.1 {
-        Issue.record("at \(resumed.fix.time - t0) s: \(resumed.distance) m resumed, \(reference.distance) m uninterrupted")
+        Issue.record(
+            "at \(resumed.fix.time - t0) s: \(resumed.distance) m resumed, \(reference.distance) m uninterrupted")
         break
     }
 }
@@ -551,7 +554,8 @@ private let rollover = 1024.0 * 7 * 86_400
 
 @Test func fixesInTwentyOneHundredAreDroppedUnlessAMinuteOfThemAgree() {
     for count in [4, 5, 59, 60] {
-        let fixes = (0..<28).map { timed($0) } + (0..<count).map { timed(28 + $0, time: year2100 + Double($0)) }
+        let fixes =
+            (0..<28).map { timed($0) } + (0..<count).map { timed(28 + $0, time: year2100 + Double($0)) }
             + (28..<56).map { timed($0) }
         let result = guarded(fixes)
         if count < 60 {
@@ -569,8 +573,10 @@ private let rollover = 1024.0 * 7 * 86_400
 @Test func aWeekRolloverImageIsNeverAcceptedHoweverManyAgree() {
     // After 2029 the image of a time is after 2010: only its offset gives it away.
     let future = Timestamp.parse("2035-03-01T12:00:00Z")!
-    let fixes = (0..<10).map { timed($0, time: future + Double($0)) }
-        + (10..<80).map { timed($0, time: future + Double($0) - rollover) } + (80..<90).map { timed($0, time: future + Double($0)) }
+    let fixes =
+        (0..<10).map { timed($0, time: future + Double($0)) }
+        + (10..<80).map { timed($0, time: future + Double($0) - rollover) }
+        + (80..<90).map { timed($0, time: future + Double($0)) }
     let result = guarded(fixes)
     // Built in steps: Swift 6.2.3 (the cross build's) cannot type-check the sum of the two maps in time.
     let expected: [Double] = Array(0..<10).map { future + Double($0) } + Array(80..<90).map { future + Double($0) }
@@ -579,7 +585,8 @@ private let rollover = 1024.0 * 7 * 86_400
     // A walk that began on an image (no journal to compare with) takes the true time, 1024 weeks ahead, after a
     // minute of agreeing fixes.
     let fromImage = guarded(
-        (0..<5).map { timed($0, time: future - rollover + Double($0)) } + (5..<70).map { timed($0, time: future + Double($0)) })
+        (0..<5).map { timed($0, time: future - rollover + Double($0)) }
+            + (5..<70).map { timed($0, time: future + Double($0)) })
     #expect(fromImage.accepted.count == 70)
     #expect(fromImage.jumps == [.init(from: future - rollover + 4, to: future + 5, fixes: 60)])
     // And with the time 2026 has, the image is before 2010 anyway.
@@ -660,7 +667,9 @@ private let rollover = 1024.0 * 7 * 86_400
             if (30..<33).contains(index) { reported.speed = glitch }
             _ = tracker.ingest(reported)
         }
-        #expect(abs(tracker.distance - control.distance) < 3, "\(glitch) m/s: \(tracker.distance) m, \(control.distance) m without")
+        #expect(
+            abs(tracker.distance - control.distance) < 3,
+            "\(glitch) m/s: \(tracker.distance) m, \(control.distance) m without")
         #expect(tracker.milestoneCount == 1)
     }
 }

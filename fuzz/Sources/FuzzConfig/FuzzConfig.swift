@@ -1,8 +1,8 @@
+import FieldLogDaemon
 // fieldlog.conf's parser (ConfigFile) on arbitrary text. Besides not crashing: an error names a
 // line of the file, and settings printed the way --check-config prints them (ConfigFile.quoted) read back
 // as the same settings.
 import Foundation
-import FieldLogDaemon
 
 private func fail(_ what: String, _ text: String) -> Never {
     FileHandle.standardError.write(Data("invariant broken: \(what)\ntext: \(text.debugDescription)\n".utf8))
@@ -41,8 +41,10 @@ public func fuzzConfig(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
 // -parse-as-library there is none, so this hands the process to libFuzzer's driver.
 @_silgen_name("LLVMFuzzerRunDriver")
 private func runDriver(
-    _ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
+    _ argc: UnsafeMutablePointer<Int32>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
+) -> Int32
 
 @_cdecl("FuzzConfig_main")
 public func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {

@@ -3,15 +3,16 @@
 // image URL; no error message holds the API key (it is in the fuzz dictionary, so answers echo it).
 import Foundation
 
-@testable import WalkModel
 @testable import Photos
+@testable import WalkModel
 
 /// A placeholder, not a key: the target checks that whatever key fieldlog holds never shows in an error.
 private let apiKey = "FUZZ-PLACEHOLDER-NOT-A-KEY"
 private let source = try! FlickrSource(apiKey: apiKey, budget: RequestBudget())
 
 private func fail(_ what: String, _ body: UnsafeBufferPointer<UInt8>) -> Never {
-    FileHandle.standardError.write(Data("invariant broken: \(what)\nbody: \(String(decoding: body, as: UTF8.self))\n".utf8))
+    FileHandle.standardError.write(
+        Data("invariant broken: \(what)\nbody: \(String(decoding: body, as: UTF8.self))\n".utf8))
     abort()
 }
 
@@ -40,8 +41,10 @@ public func fuzzFlickr(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
 // -parse-as-library there is none, so this hands the process to libFuzzer's driver.
 @_silgen_name("LLVMFuzzerRunDriver")
 private func runDriver(
-    _ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
+    _ argc: UnsafeMutablePointer<Int32>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
+) -> Int32
 
 @_cdecl("FuzzFlickr_main")
 public func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {

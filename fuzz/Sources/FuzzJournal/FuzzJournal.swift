@@ -3,11 +3,12 @@
 // return only what JSONDecoder would, and a record must read back as itself once written.
 import Foundation
 
-@testable import WalkModel
 @testable import WalkJournal
+@testable import WalkModel
 
 private func fail(_ what: String, _ line: UnsafeBufferPointer<UInt8>) -> Never {
-    FileHandle.standardError.write(Data("invariant broken: \(what)\nline: \(String(decoding: line, as: UTF8.self))\n".utf8))
+    FileHandle.standardError.write(
+        Data("invariant broken: \(what)\nline: \(String(decoding: line, as: UTF8.self))\n".utf8))
     abort()
 }
 
@@ -47,8 +48,10 @@ public func fuzzJournal(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
 // -parse-as-library there is none, so this hands the process to libFuzzer's driver.
 @_silgen_name("LLVMFuzzerRunDriver")
 private func runDriver(
-    _ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
+    _ argc: UnsafeMutablePointer<Int32>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
+) -> Int32
 
 @_cdecl("FuzzJournal_main")
 public func fuzzMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
