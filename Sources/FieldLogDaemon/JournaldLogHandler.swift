@@ -39,7 +39,7 @@ package struct JournaldLogHandler: LogHandler {
 
     /// Whether stderr is the journal stream systemd connected (checked once per process).
     package static let stderrIsJournal: Bool = {
-        guard let stderr = FileIO.identity(of: 2) else { return false }
+        guard let stderr = FileIO.status(of: 2) else { return false }
         return streamMatches(
             ProcessInfo.processInfo.environment["JOURNAL_STREAM"], device: stderr.device, inode: stderr.inode)
     }()

@@ -18,11 +18,18 @@ package enum FileIO {
         return nil
     }
 
-    /// The device and inode of an open descriptor (what `$JOURNAL_STREAM` names), or nil when it is not open.
-    package static func identity(of descriptor: Int32) -> (device: UInt64, inode: UInt64)? {
+    /// What `fstat(2)` says of an open descriptor, in the fields fieldlog reads; nil when it is not open.
+    package static func status(of descriptor: Int32) -> FileStatus? {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { return nil }
-        return (UInt64(status.st_dev), UInt64(status.st_ino))
+        return FileStatus(status)
+    }
+
+    /// What `stat(2)` says of `path` (a link followed); nil when there is nothing there to follow.
+    package static func status(atPath path: String) -> FileStatus? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return FileStatus(status)
     }
 
     /// The whole contents of `path`, read straight into one array (no Data in between: journals of long
@@ -251,4 +258,22 @@ package enum RefusedFiles {
         guard error.number != ENOENT, told.withLock({ $0.insert(error.path).inserted }) else { return }
         _ = FileIO.writeAll("fieldlog: skipped \(error.path): \(error.reason)\n".utf8, to: STDERR_FILENO)
     }
+}
+
+/// A file's identity, type and size, as `stat(2)` gives them.
+package struct FileStatus: Sendable, Equatable {
+    package var device: UInt64
+    package var inode: UInt64
+    package var isRegular: Bool
+    package var size: Int64
+
+    init(_ status: stat) {
+        device = UInt64(status.st_dev)
+        inode = UInt64(status.st_ino)
+        isRegular = (status.st_mode & S_IFMT) == S_IFREG
+        size = Int64(status.st_size)
+    }
+
+    /// The same file: same device and inode.
+    package func isSameFile(as other: FileStatus) -> Bool { device == other.device && inode == other.inode }
 }

@@ -1,5 +1,4 @@
 import ArgumentParser
-import CNIOLinux
 import FoundationEssentials
 import Glibc
 import SystemIO
@@ -127,8 +126,7 @@ struct ThumbnailCommand: ParsableCommand {
 
     private func make(_ file: String, output: String, with thumbnailer: Thumbnailer) throws -> Thumbnail {
         let (bytes, identity) = try Self.readFile(file)
-        var existing = stat()
-        if stat(output, &existing) == 0 && existing.st_dev == identity.dev && existing.st_ino == identity.ino {
+        if let existing = FileIO.status(atPath: output), existing.isSameFile(as: identity) {
             throw Failure("its thumbnail would replace it: choose another --out directory")
         }
         let thumbnail = try thumbnailer.thumbnail(of: bytes)
@@ -137,18 +135,17 @@ struct ThumbnailCommand: ParsableCommand {
     }
 
     /// The whole file, and its device and inode, with errors as short as strerror's.
-    private static func readFile(_ path: String) throws -> ([UInt8], (dev: UInt64, ino: UInt64)) {
+    private static func readFile(_ path: String) throws -> ([UInt8], FileStatus) {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw Failure(String(cString: strerror(errno))) }
         defer { close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw Failure(String(cString: strerror(errno))) }
-        guard (info.st_mode & S_IFMT) == S_IFREG else { throw Failure("not a regular file") }
-        guard info.st_size <= maxFileSize else {
-            throw Failure("\(info.st_size / (1 << 20)) MiB is too large for a photo (at most \(maxFileSize >> 20) MiB)")
+        guard let info = FileIO.status(of: descriptor) else { throw Failure(String(cString: strerror(errno))) }
+        guard info.isRegular else { throw Failure("not a regular file") }
+        guard info.size <= maxFileSize else {
+            throw Failure("\(info.size / (1 << 20)) MiB is too large for a photo (at most \(maxFileSize >> 20) MiB)")
         }
         // Read straight into the array's storage: no zero-filling of up to maxFileSize bytes first.
-        let bytes = try [UInt8](unsafeUninitializedCapacity: Int(info.st_size)) { buffer, initialized in
+        let bytes = try [UInt8](unsafeUninitializedCapacity: Int(info.size)) { buffer, initialized in
             guard let start = buffer.baseAddress else { return }
             while initialized < buffer.count {
                 let count = read(descriptor, start + initialized, buffer.count - initialized)
@@ -160,7 +157,7 @@ struct ThumbnailCommand: ParsableCommand {
                 initialized += count
             }
         }
-        return (bytes, (UInt64(info.st_dev), UInt64(info.st_ino)))
+        return (bytes, info)
     }
 
     private struct Failure: Error, CustomStringConvertible {
