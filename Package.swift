@@ -1,13 +1,6 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-/// fieldlog's own library targets, for the targets that test all of them.
-let everyLayer: [Target.Dependency] = [
-    "WalkModel", "SystemIO", "WalkJournal", "Recording", "Thumbnailing", "Photos", "Sharing",
-    "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
-    "Exports", "LivePage", "FieldLogDaemon",
-]
-
 let package = Package(
     name: "fieldlog",
     products: [
@@ -29,6 +22,8 @@ let package = Package(
         // The live page's HTTP server; without its default traits, which pull in full Foundation.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0", traits: []),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        // Already a dependency of hummingbird: named for NIOHTTPTypes, which the connection guard uses.
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.20.0"),
     ],
     targets: [
         // libgps as pkg-config knows it (apt: libgps-dev).
@@ -123,6 +118,8 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         // The walk shared live with OwnTracks-compatible servers (MQTT, HTTP), the journal as its queue.
@@ -157,12 +154,15 @@ let package = Package(
                 "SystemIO",
                 "WalkJournal",
                 "Recording",
+                "Thumbnailing",
                 "Photos",
                 "Exports",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -182,7 +182,6 @@ let package = Package(
                 "Photos",
                 "Sharing",
                 "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
-                "Exports",
                 "LivePage",
                 "CSandbox",
                 .product(name: "Logging", package: "swift-log"),
@@ -204,12 +203,10 @@ let package = Package(
                 "Sharing",
                 "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
                 "Exports",
-                "LivePage",
                 "CConcurrencyHook",
                 "CBuildStamp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
@@ -231,7 +228,6 @@ let package = Package(
         .executableTarget(
             name: "walksim",
             dependencies: [
-                "WalkModel",
                 "WalkSimulation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -268,7 +264,6 @@ let package = Package(
                 "WalkJournal",
                 "Sharing",
                 "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
-                "FieldLogFakes",
                 "WalkSimulation",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -277,27 +272,26 @@ let package = Package(
         // (`swift test --filter UnitTests`).
         .testTarget(
             name: "UnitTests",
-            dependencies: everyLayer + [
-                "WalkSimulation",
-                "FieldLogFakes",
-                "FieldLogTestSupport",
+            dependencies: [
+                "WalkModel", "WalkJournal", "Recording", "Thumbnailing", "Photos", "Sharing", "Exports", "LivePage",
+                "FieldLogDaemon", "WalkSimulation", "FieldLogFakes", "FieldLogTestSupport",
+                "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
         // The binary against real parts: gpsd fed by gpsfake, a headless browser, systemd, failing filesystems,
         // cgroups; each test says what it needs and is skipped, with the reason, where it is missing.
         .testTarget(
             name: "IntegrationTests",
-            dependencies: everyLayer + [
-                "WalkSimulation",
-                "FieldLogFakes",
-                "FieldLogTestSupport",
+            dependencies: [
+                "WalkModel", "SystemIO", "WalkJournal", "Recording", "Thumbnailing", "Photos", "Sharing", "Exports",
+                "LivePage", "FieldLogDaemon", "WalkSimulation", "FieldLogFakes", "FieldLogTestSupport",
+                "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
     ]
