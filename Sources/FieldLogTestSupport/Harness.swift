@@ -69,6 +69,12 @@ package enum Harness {
     package static let replayLeadIn =
         ProcessInfo.processInfo.environment["FIELDLOG_REPLAY_LEAD_IN"].flatMap(Double.init) ?? 5
 
+    /// What every wait for a child or a condition is multiplied by (FIELDLOG_TEST_TIMEOUT_SCALE, default 1):
+    /// `check-aarch64 --tests` sets it for the tests whose replays outlast their waits at emulation's pace (a
+    /// 9.2 km walk, a 45-MP photo). Only a failing test waits longer.
+    package static let timeoutScale =
+        ProcessInfo.processInfo.environment["FIELDLOG_TEST_TIMEOUT_SCALE"].flatMap(Double.init) ?? 1
+
     /// gpsd as a command: the host's, or with `root` that root's gpsd run by the root's own dynamic loader and
     /// libraries. No chroot: it is the test's child, which its signals reach, seeing the test's files and ptys.
     package static func gpsdCommand(root: String?) -> (executable: String, arguments: [String]) {
@@ -220,7 +226,7 @@ package final class Child {
     /// 2-core machine), which every in-process fake and every other test share.
     @discardableResult
     package func wait(timeout: Double) async -> Outcome {
-        let deadline = Date().addingTimeInterval(timeout)
+        let deadline = Date().addingTimeInterval(timeout * Harness.timeoutScale)
         while isRunning && Date() < deadline {
             try? await Task.sleep(for: .milliseconds(50))
         }
@@ -344,7 +350,7 @@ package func fieldlog(
 
 /// Polls `condition` every 100 ms until it holds (true) or `timeout` seconds have passed (false).
 package func waitUntil(timeout: Double = 30, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
+    let deadline = Date().addingTimeInterval(timeout * Harness.timeoutScale)
     while !condition() {
         guard Date() < deadline else { return false }
         try? await Task.sleep(for: .milliseconds(100))
