@@ -89,7 +89,7 @@ package struct Daemon {
         if notifier.isEnabled {
             let recorder = recorder
             let systemd = SystemdService(notifier: notifier, logger: logger) {
-                _ = recorder.summary
+                _ = recorder.status
                 return true
             }
             services.append(.init(service: systemd, successTerminationBehavior: .gracefullyShutdownGroup))

@@ -26,7 +26,7 @@ package struct LivePageProcess {
         let web = WebService(
             configuration: .init(host: http.host, port: http.portNumber), store: store,
             cacheDirectory: settings.photos.cacheDirectory,
-            currentWalk: { recorder.current?.walk },
+            currentWalk: { recorder.current?.recording.walkID },
             status: { recorder.liveStatus() },
             logger: logger)
         LivePageStatusFile.write(address: http.description, directory: store.directory)
@@ -89,7 +89,7 @@ final class ShareEvents: Service, Sendable {
     }
 
     func note(_ kind: JournalEvent.Kind, message: String) {
-        let time = recorder.current?.lastFixTime.flatMap(Timestamp.parse)
+        let time = recorder.current?.recording.lastFixTime
         pending.withLock {
             $0.append(JournalEvent(kind: kind, time: time, wall: Date().timeIntervalSince1970, message: message))
         }
@@ -108,7 +108,7 @@ final class ShareEvents: Service, Sendable {
             guard !events.isEmpty else { return }
             // A running recorder's walk once it has one; with no recorder, the newest walk.
             let running = recorder.current
-            guard let walk = running != nil ? running?.walk : (try? store.walkIDs())?.last else { return }
+            guard let walk = running != nil ? running?.recording.walkID : (try? store.walkIDs())?.last else { return }
             while let event = events.first {
                 do {
                     try store.append(.event(event), toWalk: walk)
@@ -204,22 +204,22 @@ package final class RecorderState: Sendable {
     /// as the last one left it, and gpsd stopped.
     package func liveStatus() -> LiveStatus {
         guard let status = latest else {
-            return LiveStatus(distance: 0, milestones: 0, gpsd: .stopped, lastFixWall: nil, photos: nil, storage: nil)
+            return LiveStatus(recording: RecordingStatus(), gpsd: .stopped, lastFixWall: nil, photos: nil)
         }
         guard status.isCurrent else {
-            return LiveStatus(
-                distance: status.distanceMetres, milestones: status.milestones, gpsd: .stopped,
-                lastFixWall: status.lastFixWall, photos: nil, storage: nil)
+            // The walk as the recorder left it: what it dropped or held was that session's.
+            let walk = RecordingStatus(
+                walkID: status.recording.walkID, distance: status.recording.distance,
+                milestones: status.recording.milestones, lastFixTime: status.recording.lastFixTime)
+            return LiveStatus(recording: walk, gpsd: .stopped, lastFixWall: status.lastFixWall, photos: nil)
         }
         let shares = ShareStatusFile.read(directory: directory).flatMap { contents in
             processExists(contents.pid)
                 ? contents.destinations.enumerated().map { $1.pageLine(label: "destination \($0 + 1)") } : nil
         }
         return LiveStatus(
-            distance: status.distanceMetres, milestones: status.milestones, gpsd: status.gpsd,
-            lastFixWall: status.lastFixWall, photos: status.photos.flatMap(PhotoActivity.State.init(statusRecord:)),
-            storage: status.storage?.reason, suspectFixes: status.suspectFixes ?? 0,
-            rejectedFixes: status.rejectedFixes ?? 0, shares: shares)
+            recording: status.recording, gpsd: status.gpsd, lastFixWall: status.lastFixWall,
+            photos: status.photos.flatMap(PhotoActivity.State.init(statusRecord:)), shares: shares)
     }
 }
 

@@ -227,9 +227,9 @@ package final class LiveEvents: Sendable {
         out.append("\",\"photos\":\"")
         out.append(status.photoState)
         out.append("\",\"distance_m\":")
-        out.appendDecimal(status.distance, digits: 1)
+        out.appendDecimal(status.recording.distance, digits: 1)
         out.append(",\"milestones\":")
-        out.append(status.milestones)
+        out.append(status.recording.milestones)
         out.appendOptionalField("last_fix_age_s", status.lastFixWall.map { max(0, now - $0) }, digits: 1)
         if let summary {
             out.append(",\"summary\":")

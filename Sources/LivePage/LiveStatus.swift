@@ -1,47 +1,42 @@
 import Exports
 import Photos
 import Recording
+import WalkJournal
 import WalkModel
 
-/// The recorder as the live page's status line shows it.
+/// The live page's status line: the recorder's status beside the photo service's and sharing's.
 package struct LiveStatus: Sendable, Equatable {
-    package var distance: Double
-    package var milestones: Int
+    package var recording: RecordingStatus
     package var gpsd: StatusFile.GPSDState
     /// System-clock time at which the last fix arrived.
     package var lastFixWall: Double?
     /// nil when this session has no photo source.
     package var photos: PhotoActivity.State?
-    /// Why journal records are held in memory, while the storage fails.
-    package var storage: String?
-    /// Fixes not recorded this session: held for an implausible GPS time, or rejected (accuracy, a jump).
-    package var suspectFixes: Int
-    package var rejectedFixes: Int
     /// The sharing destinations (`ShareStatus.pageLine`), nil when the walk is not shared.
     package var shares: [String]?
 
     package init(
-        distance: Double, milestones: Int, gpsd: StatusFile.GPSDState, lastFixWall: Double?,
-        photos: PhotoActivity.State?, storage: String?, suspectFixes: Int = 0, rejectedFixes: Int = 0,
+        recording: RecordingStatus, gpsd: StatusFile.GPSDState, lastFixWall: Double?, photos: PhotoActivity.State?,
         shares: [String]? = nil
     ) {
-        self.distance = distance
-        self.milestones = milestones
+        self.recording = recording
         self.gpsd = gpsd
         self.lastFixWall = lastFixWall
         self.photos = photos
-        self.storage = storage
-        self.suspectFixes = suspectFixes
-        self.rejectedFixes = rejectedFixes
         self.shares = shares
     }
 
     /// What is worth telling at once; the rest (distance, the fix's age) waits for the periodic refresh.
     package var significant: LiveStatus {
         var copy = self
-        copy.distance = 0
+        copy.recording.distance = 0
+        copy.recording.lastFixTime = nil
         copy.lastFixWall = nil
-        copy.rejectedFixes = 0  // can grow every second with a poor sky: told with the periodic refresh
+        // Records held change with each fix while the storage fails: the reason is what changes the line.
+        copy.recording.storage = recording.storage.map {
+            StorageTrouble(since: $0.since, reason: $0.reason, heldRecords: 0, droppedFixes: 0)
+        }
+        copy.recording.rejectedFixes = 0  // can grow every second with a poor sky: told with the periodic refresh
         copy.shares = nil  // messages waiting change with every one sent: told with the periodic refresh
         return copy
     }
@@ -49,9 +44,9 @@ package struct LiveStatus: Sendable, Equatable {
     /// "1.2 km · 12 milestones · last fix 2 s ago · gpsd connected · photos: searching near milestone 12".
     package func line(now: Double) -> String {
         var out = ByteWriter(capacity: 160)
-        HTMLExport.appendDistance(distance, to: &out)
+        HTMLExport.appendDistance(recording.distance, to: &out)
         var parts = [String(decoding: out.bytes, as: UTF8.self)]
-        parts.append(milestones == 1 ? "1 milestone" : "\(milestones) milestones")
+        parts.append(recording.milestones == 1 ? "1 milestone" : "\(recording.milestones) milestones")
         if let lastFixWall {
             parts.append("last fix \(Self.age(now - lastFixWall)) ago")
         } else {
@@ -60,9 +55,13 @@ package struct LiveStatus: Sendable, Equatable {
         parts.append("gpsd \(gpsd.rawValue)")
         // A recorder that has stopped has no photo source to speak of.
         if gpsd != .stopped { parts.append("photos: " + (photos?.description(now: now) ?? "no photo source")) }
-        if let storage { parts.append("storage failing: \(storage)") }
-        if suspectFixes > 0 { parts.append("\(Self.fixes(suspectFixes)) dropped for an implausible GPS time") }
-        if rejectedFixes > 0 { parts.append("\(Self.fixes(rejectedFixes)) dropped as inaccurate or impossible") }
+        if let storage = recording.storage { parts.append("storage failing: \(storage.reason)") }
+        if recording.suspectFixes > 0 {
+            parts.append("\(Self.fixes(recording.suspectFixes)) dropped for an implausible GPS time")
+        }
+        if recording.rejectedFixes > 0 {
+            parts.append("\(Self.fixes(recording.rejectedFixes)) dropped as inaccurate or impossible")
+        }
         for share in shares ?? [] { parts.append("sharing: " + share) }
         return parts.joined(separator: " · ")
     }

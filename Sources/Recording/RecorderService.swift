@@ -23,7 +23,7 @@ package struct RecorderService: Service {
 
     package func run() async throws {
         recorder.note(.sessionStart, message: "pid \(getpid())")
-        status.update(gpsd: .connecting, summary: recorder.summary)
+        status.update(gpsd: .connecting, recording: recorder.status)
         try await withGracefulShutdownHandler {
             try await reader.run { [recorder, status] event in
                 Self.handle(event, recorder: recorder, status: status)
@@ -32,7 +32,7 @@ package struct RecorderService: Service {
             reader.stop()
         }
         recorder.finishSession(reason: Task.isShuttingDownGracefully ? "stopped" : "gpsd stream ended")
-        status.update(gpsd: .stopped, summary: recorder.summary)
+        status.update(gpsd: .stopped, recording: recorder.status)
         onEnd()
     }
 
@@ -41,21 +41,21 @@ package struct RecorderService: Service {
         switch event {
         case let .fix(fix):
             recorder.record(fix)
-            status.noteFix(summary: recorder.summary)
+            status.noteFix(recorder.status)
         case .noFix:
             // gpsd keeps reporting while the receiver has no fix (a tunnel, indoors): the last fix is
             // complete and what is due is synced now, not when the sky comes back.
             recorder.flush()
         case .idle:
             recorder.flush()
-            status.update(gpsd: .connected, summary: recorder.summary)
+            status.update(gpsd: .connected, recording: recorder.status)
         case .connected:
             recorder.note(.gpsdConnected)
-            status.update(gpsd: .connected, summary: recorder.summary)
+            status.update(gpsd: .connected, recording: recorder.status)
         case let .disconnected(reason):
             recorder.flush()
             recorder.note(.gpsdLost, message: reason)
-            status.update(gpsd: .disconnected, summary: recorder.summary)
+            status.update(gpsd: .disconnected, recording: recorder.status)
         }
     }
 }

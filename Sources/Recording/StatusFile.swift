@@ -21,24 +21,15 @@ package final class StatusFile: Sendable {
         case connecting, connected, disconnected, stopped
     }
 
-    package struct Contents: Codable, Sendable {
+    /// The recorder's status and the facts of its process: status.json, one flat JSON object.
+    package struct Contents: Sendable {
         package var pid: Int32
         package var gpsd: GPSDState
         package var gpsdAddress: String
-        package var walk: String?
-        package var distanceMetres: Double
-        package var milestones: Int
-        package var lastFixTime: String?
+        package var recording: RecordingStatus
         /// System-clock time at which the last fix was journaled, for its age.
         package var lastFixWall: Double?
         package var updatedWall: Double
-        /// Set while journal records cannot be written and are held in memory.
-        package var storage: Storage?
-        /// Fixes dropped this session for an implausible GPS time, and the first GPS time of the latest episode.
-        package var suspectFixes: Int?
-        package var lastSuspectTime: String?
-        /// Fixes dropped this session for their accuracy, position, a jump or a time that did not advance.
-        package var rejectedFixes: Int?
         /// What the photo service is doing; nil when this session has no photo source.
         package var photos: PhotoStatus?
         /// The live page's and sharing's processes, when this recorder starts them (`--helpers children`).
@@ -69,35 +60,16 @@ package final class StatusFile: Sendable {
             }
         }
 
-        package struct Storage: Codable, Sendable {
-            package var since: Double
-            package var reason: String
-            package var heldRecords: Int
-            package var droppedFixes: Int
-
-            package enum CodingKeys: String, CodingKey {
-                case since, reason
-                case heldRecords = "held_records"
-                case droppedFixes = "dropped_fixes"
-            }
-        }
-
         /// Whether it describes a recorder running now (its process exists and it has not stopped).
         package var isCurrent: Bool {
             processExists(pid) && gpsd != .stopped
         }
 
-        package enum CodingKeys: String, CodingKey {
-            case pid, gpsd, walk, milestones, storage
+        enum CodingKeys: String, CodingKey {
+            case pid, gpsd, photos, helpers
             case gpsdAddress = "gpsd_address"
-            case distanceMetres = "distance_m"
-            case lastFixTime = "last_fix_time"
             case lastFixWall = "last_fix_wall"
             case updatedWall = "updated_wall"
-            case suspectFixes = "suspect_fixes"
-            case lastSuspectTime = "last_suspect_time"
-            case rejectedFixes = "rejected_fixes"
-            case photos, helpers
         }
     }
 
@@ -110,9 +82,8 @@ package final class StatusFile: Sendable {
 
     private struct State {
         var contents: Contents
-        /// The last fix's GPS time, formatted into `contents` only when the file is written.
-        var lastFixTime: Double?
-        /// Whether `lastFixTime` has been taken from a summary: from then on, a new one is a fix just journaled.
+        /// Whether the last fix's time has been taken from the recorder: from then on, a new one is a fix just
+        /// journaled.
         var knowsLastFix = false
         var lastWrite = 0.0
         /// The file's length after this process's last whole write; nil before the first.
@@ -122,8 +93,8 @@ package final class StatusFile: Sendable {
     package init(directory: String, gpsdAddress: String) {
         path = directory + "/" + Self.fileName
         let contents = Contents(
-            pid: getpid(), gpsd: .connecting, gpsdAddress: gpsdAddress, walk: nil, distanceMetres: 0,
-            milestones: 0, lastFixTime: nil, lastFixWall: nil, updatedWall: Date().timeIntervalSince1970)
+            pid: getpid(), gpsd: .connecting, gpsdAddress: gpsdAddress, recording: RecordingStatus(), lastFixWall: nil,
+            updatedWall: Date().timeIntervalSince1970)
         state = Mutex(State(contents: contents))
     }
 
@@ -149,21 +120,22 @@ package final class StatusFile: Sendable {
         state.withLock { state in (state.contents.gpsd, state.contents.lastFixWall) }
     }
 
-    package func noteFix(summary: WalkRecorder.Summary) {
+    package func noteFix(_ recording: RecordingStatus) {
         state.withLock { state in
             let changed =
-                state.contents.walk != summary.walkID || state.contents.milestones != summary.milestones
-                || state.contents.suspectFixes != summary.suspectFixes
-            let storageChanged = Self.apply(summary, to: &state)
+                state.contents.recording.walkID != recording.walkID
+                || state.contents.recording.milestones != recording.milestones
+                || state.contents.recording.suspectFixes != recording.suspectFixes
+            let storageChanged = Self.apply(recording, to: &state)
             writeIfDue(force: changed || storageChanged, state: &state)
         }
     }
 
-    package func update(gpsd: GPSDState, summary: WalkRecorder.Summary) {
+    package func update(gpsd: GPSDState, recording: RecordingStatus) {
         state.withLock { state in
             let changed = state.contents.gpsd != gpsd
             state.contents.gpsd = gpsd
-            let storageChanged = Self.apply(summary, to: &state)
+            let storageChanged = Self.apply(recording, to: &state)
             writeIfDue(force: changed || storageChanged, state: &state)
         }
     }
@@ -186,25 +158,14 @@ package final class StatusFile: Sendable {
         }
     }
 
-    private static func apply(_ summary: WalkRecorder.Summary, to state: inout State) -> Bool {
+    private static func apply(_ recording: RecordingStatus, to state: inout State) -> Bool {
         // The age of the last fix is that of the last fix journaled: a fix held or dropped is none.
-        if state.knowsLastFix && summary.lastFixTime != state.lastFixTime {
+        if state.knowsLastFix && recording.lastFixTime != state.contents.recording.lastFixTime {
             state.contents.lastFixWall = Date().timeIntervalSince1970
         }
         state.knowsLastFix = true
-        state.contents.suspectFixes = summary.suspectFixes
-        state.contents.lastSuspectTime = summary.lastSuspectTime.map(Timestamp.format)
-        state.contents.rejectedFixes = summary.rejectedFixes
-        let failing = summary.storage != nil
-        let changed = failing != (state.contents.storage != nil)
-        state.contents.storage = summary.storage.map {
-            Contents.Storage(
-                since: $0.since, reason: $0.reason, heldRecords: $0.heldRecords, droppedFixes: $0.droppedFixes)
-        }
-        state.contents.walk = summary.walkID
-        state.contents.distanceMetres = (summary.distance * 10).rounded() / 10
-        state.contents.milestones = summary.milestones
-        state.lastFixTime = summary.lastFixTime
+        let changed = (recording.storage != nil) != (state.contents.recording.storage != nil)
+        state.contents.recording = recording
         return changed
     }
 
@@ -212,7 +173,6 @@ package final class StatusFile: Sendable {
         let now = Date().timeIntervalSince1970
         guard force || now - state.lastWrite >= Self.minimumInterval else { return }
         state.contents.updatedWall = now
-        state.contents.lastFixTime = state.lastFixTime.map(Timestamp.format)
         state.lastWrite = now
         guard var bytes = try? Array(JSONEncoder().encode(state.contents)) else { return }
         bytes.append(UInt8(ascii: "\n"))
@@ -238,5 +198,32 @@ package final class StatusFile: Sendable {
         }
         let written = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress!, $0.count, 0) }
         if written > 0 { state.length = max(state.length ?? 0, written) }
+    }
+}
+
+/// status.json: the recording's keys beside the process's, in one object.
+extension StatusFile.Contents: Codable {
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        pid = try container.decode(Int32.self, forKey: .pid)
+        gpsd = try container.decode(StatusFile.GPSDState.self, forKey: .gpsd)
+        gpsdAddress = try container.decode(String.self, forKey: .gpsdAddress)
+        recording = try RecordingStatus(from: decoder)
+        lastFixWall = try container.decodeIfPresent(Double.self, forKey: .lastFixWall)
+        updatedWall = try container.decode(Double.self, forKey: .updatedWall)
+        photos = try container.decodeIfPresent(PhotoStatus.self, forKey: .photos)
+        helpers = try container.decodeIfPresent([Helper].self, forKey: .helpers)
+    }
+
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(pid, forKey: .pid)
+        try container.encode(gpsd, forKey: .gpsd)
+        try container.encode(gpsdAddress, forKey: .gpsdAddress)
+        try recording.encode(to: encoder)
+        try container.encodeIfPresent(lastFixWall, forKey: .lastFixWall)
+        try container.encode(updatedWall, forKey: .updatedWall)
+        try container.encodeIfPresent(photos, forKey: .photos)
+        try container.encodeIfPresent(helpers, forKey: .helpers)
     }
 }

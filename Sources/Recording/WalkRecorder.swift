@@ -68,32 +68,6 @@ package final class WalkRecorder: JournalPort {
         var tracker: WalkTracker
     }
 
-    package struct Summary: Sendable {
-        package var walkID: String?
-        package var distance: Double
-        package var milestones: Int
-        package var lastFixTime: Double?
-        /// Set while journal records cannot be written and are held in memory.
-        package var storage: StorageTrouble?
-        /// Fixes dropped this session for an implausible GPS time, and the first GPS time of the latest episode.
-        package var suspectFixes = 0
-        package var lastSuspectTime: Double?
-        /// Fixes dropped this session for their accuracy, position, a jump or a time that did not advance.
-        package var rejectedFixes = 0
-
-        package init(
-            walkID: String? = nil, distance: Double, milestones: Int, lastFixTime: Double? = nil,
-            storage: StorageTrouble? = nil, lastSuspectTime: Double? = nil
-        ) {
-            self.walkID = walkID
-            self.distance = distance
-            self.milestones = milestones
-            self.lastFixTime = lastFixTime
-            self.storage = storage
-            self.lastSuspectTime = lastSuspectTime
-        }
-    }
-
     /// Opens the state directory and repairs the newest walk if a crash cut it short. Fails only when the
     /// state directory cannot be created, written or read at all.
     package init(
@@ -153,8 +127,8 @@ package final class WalkRecorder: JournalPort {
         core.withLock { $0.writer.onStorageFull = handler }
     }
 
-    package var summary: Summary {
-        core.withLock { $0.currentSummary }
+    package var status: RecordingStatus {
+        core.withLock { $0.currentStatus }
     }
 
     /// Feeds one fix from gpsd. Fixes without GPS time are useless to a walk on GPS time and are dropped
@@ -172,7 +146,7 @@ package final class WalkRecorder: JournalPort {
         core.withLock { $0.journal(kind, message: message) }
     }
 
-    package var currentWalkID: String? { summary.walkID }
+    package var currentWalkID: String? { status.walkID }
 
     /// Journals an event into walk `id`, which may have ended since, and syncs it.
     package func note(_ kind: JournalEvent.Kind, message: String? = nil, toWalk id: String) {
@@ -227,22 +201,22 @@ package final class WalkRecorder: JournalPort {
 }
 
 extension WalkRecorder.Core {
-    var currentSummary: WalkRecorder.Summary {
-        var summary: WalkRecorder.Summary
+    var currentStatus: RecordingStatus {
+        var status: RecordingStatus
         if let walk {
-            summary = WalkRecorder.Summary(
+            status = RecordingStatus(
                 walkID: walk.id, distance: walk.tracker.distance, milestones: walk.tracker.milestoneCount,
-                lastFixTime: walk.tracker.lastPoint?.fix.time, storage: writer.trouble)
+                lastFixTime: walk.tracker.lastPoint?.fix.time)
         } else {
-            summary = WalkRecorder.Summary(
+            status = RecordingStatus(
                 walkID: interrupted?.log.id, distance: interrupted?.log.distance ?? 0,
-                milestones: interrupted?.log.milestones.count ?? 0, lastFixTime: interrupted?.log.lastPoint?.fix.time,
-                storage: writer.trouble)
+                milestones: interrupted?.log.milestones.count ?? 0, lastFixTime: interrupted?.log.lastPoint?.fix.time)
         }
-        summary.suspectFixes = suspectFixes
-        summary.lastSuspectTime = lastSuspectTime
-        summary.rejectedFixes = rejectedFixes
-        return summary
+        status.storage = writer.trouble
+        status.suspectFixes = suspectFixes
+        status.lastSuspectTime = lastSuspectTime
+        status.rejectedFixes = rejectedFixes
+        return status
     }
 
     mutating func journal(_ kind: JournalEvent.Kind, message: String?) {

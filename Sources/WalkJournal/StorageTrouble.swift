@@ -16,3 +16,12 @@ package struct StorageTrouble: Sendable, Equatable {
         self.droppedFixes = droppedFixes
     }
 }
+
+/// As status.json writes it.
+extension StorageTrouble: Codable {
+    enum CodingKeys: String, CodingKey {
+        case since, reason
+        case heldRecords = "held_records"
+        case droppedFixes = "dropped_fixes"
+    }
+}

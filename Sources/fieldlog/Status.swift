@@ -48,10 +48,10 @@ struct Status: ParsableCommand, ConfiguredCommand {
             add("distance   \(log.distance.wholeText) m, \(log.milestones) milestones")
             if let lastFixTime = log.lastFixTime {
                 var line = "last fix   \(Timestamp.format(lastFixTime))"
-                if let wall = status?.lastFixWall, status?.walk == log.id {
+                if let wall = status?.lastFixWall, status?.recording.walkID == log.id {
                     // status.json is a few seconds behind the journal: fixes journaled since it was written
                     // arrived later by as much GPS time as they are newer.
-                    let newer = status?.lastFixTime.flatMap(Timestamp.parse).map { lastFixTime - $0 } ?? 0
+                    let newer = status?.recording.lastFixTime.map { lastFixTime - $0 } ?? 0
                     line += ", \(max(0, now - wall - max(0, newer)).wholeText) s ago"
                 }
                 add(line)
@@ -70,12 +70,11 @@ struct Status: ParsableCommand, ConfiguredCommand {
             add("status     not refreshed for \(age.wholeText) s: the state directory may be failing (see the log)")
         }
         add("gpsd       \(status.gpsd.rawValue) at \(status.gpsdAddress)")
-        if let suspect = status.suspectFixes, let rejected = status.rejectedFixes {
-            var line = "dropped    \(suspect) \(suspect == 1 ? "fix" : "fixes") for an implausible GPS time"
-            if let first = status.lastSuspectTime { line += " (the latest from \(first))" }
-            add(line + ", \(rejected) for accuracy, position or a jump")
-        }
-        if let storage = status.storage {
+        let suspect = status.recording.suspectFixes
+        var dropped = "dropped    \(suspect) \(suspect == 1 ? "fix" : "fixes") for an implausible GPS time"
+        if let first = status.recording.lastSuspectTime { dropped += " (the latest from \(Timestamp.format(first)))" }
+        add(dropped + ", \(status.recording.rejectedFixes) for accuracy, position or a jump")
+        if let storage = status.recording.storage {
             var line =
                 "storage    failing for \(max(0, now - storage.since).wholeText) s: \(storage.reason); "
                 + "\(storage.heldRecords) records held in memory"

@@ -107,7 +107,7 @@ struct HostileGPSTests {
             status.stdout.contains(
                 "dropped    1 fix for an implausible GPS time (the latest from 2100-01-01T00:00:00Z), 0 for accuracy"),
             "\(status.stdout)")
-        #expect(StatusFile.read(directory: state)?.suspectFixes == 1)
+        #expect(StatusFile.read(directory: state)?.recording.suspectFixes == 1)
         recorder.signal(SIGTERM)
         #expect(await recorder.wait(timeout: 20).status == 0)
         await gpsd.stop()
@@ -147,10 +147,10 @@ struct HostileGPSTests {
                 "100 fixes dropped for an implausible GPS time, from 2006-10-02T09:00:20Z (before 2010 or after 9999)"
             ])
         let saved = try #require(StatusFile.read(directory: state))
-        #expect(saved.suspectFixes == 100)
-        #expect(saved.lastSuspectTime == "2006-10-02T09:00:20Z")
+        #expect(saved.recording.suspectFixes == 100)
+        #expect(saved.recording.lastSuspectTime.map(Timestamp.format) == "2006-10-02T09:00:20Z")
         print(
-            "rollover stretch: \(log.points.count) of 60 good fixes journaled, \(saved.suspectFixes ?? 0) held and dropped, "
+            "rollover stretch: \(log.points.count) of 60 good fixes journaled, \(saved.recording.suspectFixes) held and dropped, "
                 + "\(suspect.count) event")
     }
 
@@ -189,7 +189,7 @@ struct HostileGPSTests {
             jumps.map(\.message) == [
                 "GPS time moved from 2026-05-18T09:00:29Z to 2026-05-18T12:00:30Z, confirmed by 5 fixes in a row"
             ])
-        #expect(StatusFile.read(directory: state)?.suspectFixes == 0)
+        #expect(StatusFile.read(directory: state)?.recording.suspectFixes == 0)
         print(
             "consistent correction of +3 h: \(logs.map(\.points.count)) fixes journaled in \(logs.count) walks, "
                 + "\(jumps.count) time_jump event")

@@ -466,7 +466,7 @@ struct LivePageTests {
             configuration: configuration, store: JournalStore(directory: state), cacheDirectory: cache,
             currentWalk: { nil },
             status: {
-                LiveStatus(distance: 0, milestones: 0, gpsd: .connected, lastFixWall: nil, photos: nil, storage: nil)
+                LiveStatus(recording: RecordingStatus(), gpsd: .connected, lastFixWall: nil, photos: nil)
             },
             logger: logger)
         let group = ServiceGroup(services: [service], logger: logger)

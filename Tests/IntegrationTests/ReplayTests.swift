@@ -54,7 +54,7 @@ struct ReplayTests {
         let written = try #require(StatusFile.read(directory: state))
         // Milestones and the end of the session are written at once, whatever the 30 s interval.
         #expect(written.gpsd == .stopped)
-        #expect(written.walk == log.id && written.milestones == log.milestones.count)
+        #expect(written.recording.walkID == log.id && written.recording.milestones == log.milestones.count)
         let stopped = try await fieldlog(["status", "--state-dir", state], in: directory)
         #expect(stopped.stdout.contains("walk       \(log.id)"), "\(stopped.stdout)")
         #expect(stopped.stdout.contains("recorder   not running"), "\(stopped.stdout)")
@@ -65,7 +65,7 @@ struct ReplayTests {
         var running = written
         running.pid = getpid()
         running.gpsd = .connected
-        running.lastFixTime = Timestamp.format(lastFix - 10)
+        running.recording.lastFixTime = lastFix - 10
         running.lastFixWall = Date().timeIntervalSince1970 - 12
         try JSONEncoder().encode(running).write(to: URL(fileURLWithPath: state + "/" + StatusFile.fileName))
         let live = try await fieldlog(["status", "--state-dir", state], in: directory)

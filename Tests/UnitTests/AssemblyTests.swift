@@ -58,7 +58,7 @@ import WalkModel
         let running = Task { try await daemon.run() }
         let store = JournalStore(directory: settings.stateDirectory)
         let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline, daemon.recorder.summary.distance < 40 {
+        while Date() < deadline, daemon.recorder.status.distance < 40 {
             try await Task.sleep(for: .milliseconds(20))
         }
         await daemon.shutDown()

@@ -52,7 +52,7 @@ private func liveEvents(following walk: LiveWalk) -> LiveEvents {
     LiveEvents(
         walk: walk,
         status: {
-            LiveStatus(distance: 0, milestones: 0, gpsd: .connected, lastFixWall: nil, photos: nil, storage: nil)
+            LiveStatus(recording: RecordingStatus(), gpsd: .connected, lastFixWall: nil, photos: nil)
         },
         isCached: { _ in false }, maxSubscribers: 4, interval: .seconds(3600))
 }

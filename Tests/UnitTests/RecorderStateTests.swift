@@ -20,9 +20,9 @@ import Testing
     @Test func aRunningRecorderIsShownAsItSays() throws {
         try writeStatus(pid: getpid(), gpsd: "connected")
         let status = RecorderState(directory: directory).liveStatus()
-        #expect(status.gpsd == .connected && status.distance == 423 && status.milestones == 5)
+        #expect(status.gpsd == .connected && status.recording.distance == 423 && status.recording.milestones == 5)
         #expect(status.line(now: 1002).contains("photos: searching near milestone 4"))
-        #expect(RecorderState(directory: directory).current?.walk == "20180820T094739Z")
+        #expect(RecorderState(directory: directory).current?.recording.walkID == "20180820T094739Z")
     }
 
     /// A recorder that has ended (its pid gone): the walk as it left it, gpsd stopped, no photo source claimed.
@@ -31,7 +31,7 @@ import Testing
         let state = RecorderState(directory: directory)
         let status = state.liveStatus()
         #expect(state.current == nil)
-        #expect(status.gpsd == .stopped && status.distance == 423 && status.milestones == 5)
+        #expect(status.gpsd == .stopped && status.recording.distance == 423 && status.recording.milestones == 5)
         let line = status.line(now: 1002)
         #expect(line.hasPrefix("423 m · 5 milestones · last fix 2 s ago · gpsd stopped"), "\(line)")
         #expect(!line.contains("photos"), "\(line)")

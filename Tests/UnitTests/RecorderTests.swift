@@ -125,7 +125,7 @@ private func appendBytes(_ text: String, to path: String) throws {
         }
         #expect(point.fix.time == milestone.time)
     }
-    let summary = recorder.summary
+    let summary = recorder.status
     #expect(summary.walkID == id)
     #expect(summary.milestones == 5)
     #expect(abs(summary.distance - log.distance) < 0.01)
@@ -194,7 +194,7 @@ private func appendBytes(_ text: String, to path: String) throws {
         into: recorder)
     recorder.finishSession(reason: "done")
     #expect(try state.store.walkIDs().isEmpty)
-    #expect(recorder.summary.walkID == nil)
+    #expect(recorder.status.walkID == nil)
 
     // The first good fix starts the walk there, not at the first bad one.
     try record(walk(seconds: 10, startTime: t0 + 600).fixes, into: recorder)
@@ -219,8 +219,8 @@ private func appendBytes(_ text: String, to path: String) throws {
         log.events.filter { $0.kind == .timeSuspect }.map(\.message) == [
             "4 fixes dropped for an implausible GPS time, from nan (before 2010 or after 9999)"
         ])
-    #expect(recorder.summary.suspectFixes == 4)
-    #expect(recorder.summary.lastSuspectTime == nil)
+    #expect(recorder.status.suspectFixes == 4)
+    #expect(recorder.status.lastSuspectTime == nil)
 }
 
 @Test func timeJumpBeyondIdleGapWhileRunningEndsTheWalkAndStartsAnother() throws {
@@ -303,8 +303,8 @@ func crashedWalkResumesWhenFixesContinueWithinIdleGap(tornLine: String?) throws 
     // Start-up repaired the journal and found the walk interrupted.
     let repaired = try state.store.read(id)
     #expect(repaired.damagedLines.isEmpty)
-    #expect(recorder.summary.walkID == id)
-    #expect(abs(recorder.summary.distance - journaled.distance) < 0.01)
+    #expect(recorder.status.walkID == id)
+    #expect(abs(recorder.status.distance - journaled.distance) < 0.01)
 
     try record(fixes[220...], into: recorder)
     recorder.finishSession(reason: "done")
@@ -404,7 +404,7 @@ func crashedWalkResumesWhenFixesContinueWithinIdleGap(tornLine: String?) throws 
 
     // A third session finds the old walk closed and the new one interrupted (it was never ended).
     let third = try state.recorder()
-    #expect(third.summary.walkID == newID)
+    #expect(third.status.walkID == newID)
 }
 
 @Test func closedWalkIsNeverResumed() throws {
@@ -424,7 +424,7 @@ func crashedWalkResumesWhenFixesContinueWithinIdleGap(tornLine: String?) throws 
 
     // After the crash, fixes continue soon after the second walk: the second one resumes, the first stays closed.
     let restarted = try state.recorder()
-    #expect(restarted.summary.walkID == ids[1])
+    #expect(restarted.status.walkID == ids[1])
 }
 
 // MARK: - Late photos

@@ -17,8 +17,8 @@ struct StatusFileTests {
         )
     }
 
-    func summary(distance: Double, storage: StorageTrouble?) -> WalkRecorder.Summary {
-        WalkRecorder.Summary(
+    func recording(distance: Double, storage: StorageTrouble?) -> RecordingStatus {
+        RecordingStatus(
             walkID: "20260518-080000", distance: distance, milestones: 1, lastFixTime: 1_779_091_200, storage: storage)
     }
 
@@ -28,15 +28,16 @@ struct StatusFileTests {
         let status = StatusFile(directory: directory, gpsdAddress: "127.0.0.1:2947")
         let reason = "cannot write \(directory)/walk-20260518-080000.jsonl: No space left on device"
         let trouble = StorageTrouble(since: 1_779_091_000, reason: reason, heldRecords: 3, droppedFixes: 0)
-        status.update(gpsd: .connected, summary: summary(distance: 10, storage: trouble))
+        status.update(gpsd: .connected, recording: recording(distance: 10, storage: trouble))
         let failing = try #require(StatusFile.read(directory: directory))
-        #expect(failing.storage?.reason == reason && failing.storage?.heldRecords == 3)
+        #expect(failing.recording.storage?.reason == reason && failing.recording.storage?.heldRecords == 3)
         let long = try inodeAndSize()
         #expect(long.size < 5000, "the earlier run's file was cut")
 
-        status.update(gpsd: .disconnected, summary: summary(distance: 12, storage: nil))
+        status.update(gpsd: .disconnected, recording: recording(distance: 12, storage: nil))
         let recovered = try #require(StatusFile.read(directory: directory))
-        #expect(recovered.storage == nil && recovered.gpsd == .disconnected && recovered.distanceMetres == 12)
+        #expect(
+            recovered.recording.storage == nil && recovered.gpsd == .disconnected && recovered.recording.distance == 12)
         let short = try inodeAndSize()
         #expect(short.size == long.size, "padded to the longer write, not cut")
         #expect(short.inode == long.inode, "written in place, not replaced")
@@ -47,10 +48,10 @@ struct StatusFileTests {
     /// Removed behind the recorder's back (the state directory cleaned up): the next write makes it again.
     @Test func aRemovedStatusIsWrittenAgain() throws {
         let status = StatusFile(directory: directory, gpsdAddress: "127.0.0.1:2947")
-        status.update(gpsd: .connected, summary: summary(distance: 10, storage: nil))
+        status.update(gpsd: .connected, recording: recording(distance: 10, storage: nil))
         try FileManager.default.removeItem(atPath: path)
         #expect(StatusFile.read(directory: directory) == nil)
-        status.update(gpsd: .disconnected, summary: summary(distance: 10, storage: nil))
+        status.update(gpsd: .disconnected, recording: recording(distance: 10, storage: nil))
         #expect(StatusFile.read(directory: directory)?.gpsd == .disconnected)
     }
 
@@ -58,21 +59,23 @@ struct StatusFileTests {
     /// are none, and the age said "0 s ago" while every fix was dropped.
     @Test func theLastFixAgesWhileFixesAreDropped() throws {
         let status = StatusFile(directory: directory, gpsdAddress: "127.0.0.1:2947")
-        var summary = WalkRecorder.Summary(walkID: nil, distance: 0, milestones: 0, lastFixTime: nil, storage: nil)
-        status.update(gpsd: .connected, summary: summary)
-        status.noteFix(summary: summary)
+        var recording = RecordingStatus()
+        status.update(gpsd: .connected, recording: recording)
+        status.noteFix(recording)
         #expect(status.gpsdState.lastFixWall == nil, "a fix held is no fix journaled")
-        summary.walkID = "20260518T080000Z"
-        summary.lastFixTime = 1_779_091_200
-        status.noteFix(summary: summary)
+        recording.walkID = "20260518T080000Z"
+        recording.lastFixTime = 1_779_091_200
+        status.noteFix(recording)
         let journaled = try #require(status.gpsdState.lastFixWall)
         usleep(20_000)
-        summary.suspectFixes = 1
-        status.noteFix(summary: summary)
+        recording.suspectFixes = 1
+        status.noteFix(recording)
         #expect(status.gpsdState.lastFixWall == journaled, "a fix dropped leaves the age alone")
-        #expect(StatusFile.read(directory: directory)?.suspectFixes == 1, "written at once when fixes are dropped")
-        summary.lastFixTime = 1_779_091_201
-        status.noteFix(summary: summary)
+        #expect(
+            StatusFile.read(directory: directory)?.recording.suspectFixes == 1, "written at once when fixes are dropped"
+        )
+        recording.lastFixTime = 1_779_091_201
+        status.noteFix(recording)
         #expect(try #require(status.gpsdState.lastFixWall) > journaled)
     }
 }
