@@ -10,18 +10,8 @@ import WalkModel
 package enum JSONExport {
     package static func write(_ log: WalkLog, isCached: (String) -> Bool, to sink: ([UInt8]) throws -> Void) throws {
         var out = ByteWriter(capacity: exportChunk + 4096)
-        out.append("{\"walk\":{\"id\":")
-        out.appendJSONString(log.id)
-        out.append(",\"started\":")
-        out.appendJSONTime(log.started)
-        // An open walk has no walk_end yet: its end so far is the last thing it recorded.
-        out.append(",\"ended\":")
-        out.appendJSONTime(log.lastTime)
-        out.append(log.isOpen ? ",\"open\":true" : ",\"open\":false")
-        out.append(",\"distance_m\":")
-        out.appendDecimal(log.distance, digits: Precision.metreDigits)
-        out.append(",\"every_m\":")
-        out.appendJSONDecimal(log.every, digits: Precision.metreDigits)
+        out.append("{\"walk\":{")
+        out.appendFields([.id, .started, .ended, .open, .distance, .every], of: log)
         out.append("},\n\"track\":[")
         var number = 0
         try log.forEachPoint { point in
@@ -43,18 +33,10 @@ package enum JSONExport {
         }
         out.append("\n],\n\"milestones\":[")
         for (number, milestone) in log.milestones.enumerated() {
-            out.append(number == 0 ? "\n{\"index\":" : ",\n{\"index\":")
-            out.append(milestone.index)
-            out.append(",\"time\":")
-            out.appendJSONTime(milestone.time)
-            out.append(",\"lat\":")
-            out.appendDecimal(milestone.latitude, digits: Precision.degreeDigits)
-            out.append(",\"lon\":")
-            out.appendDecimal(milestone.longitude, digits: Precision.degreeDigits)
-            out.append(",\"distance_m\":")
-            out.appendDecimal(milestone.distance, digits: Precision.metreDigits)
-            out.append(log.starred.contains(milestone.index) ? ",\"starred\":true" : ",\"starred\":false")
-            out.appendPhoto(log.photos[milestone.index], isCached: isCached)
+            out.append(number == 0 ? "\n{" : ",\n{")
+            out.appendFields(
+                [.index, .time, .latitude, .longitude, .distance, .starred, .photo], of: milestone, in: log,
+                isCached: isCached)
             out.append("}")
             try out.drain(over: exportChunk, into: sink)
         }
