@@ -253,28 +253,61 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // What the tests share: the harness (temporary directories, the fieldlog binary, gpsfake), an OwnTracks
-        // Recorder and a Mosquitto broker; the fakes of FieldLogFakes.
+        // What the tests share: the harness (temporary directories, the fieldlog binary, gpsfake, child processes),
+        // a quiet logger, a walk's track points.
         .target(
             name: "FieldLogTestSupport",
             dependencies: [
                 "CSandbox",
                 "WalkModel",
-                "SystemIO",
                 "WalkJournal",
-                "Sharing",
-                "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
-                "WalkSimulation",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Seconds, and nothing but the toolchain: no gpsd, browser, root or fieldlog binary
-        // (`swift test --filter UnitTests`).
+        // A test target per layer, each linking that layer, the layers below it that its tests build with, and the
+        // test support: seconds, and nothing but the toolchain (no gpsd, browser, root or fieldlog binary).
+        // `swift test --filter UnitTests` runs them all.
+        .testTarget(name: "WalkModelUnitTests", dependencies: ["WalkModel", "WalkSimulation"]),
         .testTarget(
-            name: "UnitTests",
+            name: "WalkJournalUnitTests",
+            dependencies: ["WalkModel", "WalkJournal", "WalkSimulation", "FieldLogTestSupport"]
+        ),
+        .testTarget(
+            name: "RecordingUnitTests",
             dependencies: [
-                "WalkModel", "WalkJournal", "Recording", "Thumbnailing", "Photos", "Sharing", "Exports", "LivePage",
-                "FieldLogDaemon", "WalkSimulation", "FieldLogFakes", "FieldLogTestSupport",
+                "WalkModel", "WalkJournal", "Recording", "WalkSimulation", "FieldLogTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "ThumbnailingUnitTests", dependencies: ["Thumbnailing", "FieldLogTestSupport"]),
+        .testTarget(
+            name: "PhotosUnitTests",
+            dependencies: [
+                "WalkModel", "Thumbnailing", "Photos", "WalkSimulation", "FieldLogFakes", "FieldLogTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
+        ),
+        .testTarget(
+            name: "ExportsUnitTests",
+            dependencies: ["WalkModel", "WalkJournal", "Exports", "WalkSimulation"]
+        ),
+        .testTarget(
+            name: "SharingUnitTests",
+            dependencies: [
+                "WalkModel", "Thumbnailing", "Sharing", "FieldLogTestSupport",
+                "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
+            ]
+        ),
+        .testTarget(
+            name: "LivePageUnitTests",
+            dependencies: ["WalkModel", "WalkJournal", "Recording", "LivePage", "FieldLogTestSupport"]
+        ),
+        // The daemon assembled: the recorder with the photo service, the status the page shows, the settings.
+        .testTarget(
+            name: "FieldLogDaemonUnitTests",
+            dependencies: [
+                "WalkModel", "WalkJournal", "Recording", "Thumbnailing", "Photos", "Sharing", "LivePage",
+                "FieldLogDaemon", "FieldLogFakes", "FieldLogTestSupport",
                 "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

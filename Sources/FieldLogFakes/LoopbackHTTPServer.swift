@@ -4,9 +4,9 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 
-/// The HTTP server under the fakes of web services (FakeFlickr, FakeCommons): listens on 127.0.0.1, over http
-/// or https, and answers each request's head with what the fake's `respond` says, including answers that a
-/// client must survive (none at all, one byte a second, a body without end).
+/// The HTTP server under the fakes of web services (FakeFlickr, FakeCommons, FakeOwnTracksRecorder): listens on
+/// 127.0.0.1, over http or https, and answers each request with what the fake's `respond` says, including answers
+/// that a client must survive (none at all, late, cut short, one byte a second, a body without end).
 package final class LoopbackHTTPServer: Sendable {
     /// What the server does with one request.
     package enum Response: Sendable {
@@ -17,6 +17,16 @@ package final class LoopbackHTTPServer: Sendable {
         case trickle([UInt8])
         /// A chunked 200 that never ends: this byte every 50 ms.
         case endless(UInt8)
+        /// That answer, this many seconds later.
+        indirect case after(Double, Response)
+        /// A 200 head that promises this many bytes, and then the connection closed: the answer never arrives whole.
+        case cutShort(contentLength: Int)
+    }
+
+    /// A request as a fake that reads bodies sees it (`start(port:tls:answer:)`).
+    package struct Request: Sendable {
+        package var head: HTTPRequestHead
+        package var body: [UInt8]
     }
 
     /// The checkout's Tests/Fixtures/tls (this file is Sources/FieldLogFakes/LoopbackHTTPServer.swift): the
@@ -34,6 +44,22 @@ package final class LoopbackHTTPServer: Sendable {
     package static func start(
         port: Int = 0, tls: Bool = false, respond: @escaping @Sendable (HTTPRequestHead) -> Response
     ) async throws -> LoopbackHTTPServer {
+        try await start(port: port, tls: tls, answer: .head(respond))
+    }
+
+    /// Starts listening as above, answering each request once its body has arrived whole.
+    package static func start(
+        port: Int = 0, tls: Bool = false, answer: @escaping @Sendable (Request) -> Response
+    ) async throws -> LoopbackHTTPServer {
+        try await start(port: port, tls: tls, answer: .whole(answer))
+    }
+
+    private enum Answer: Sendable {
+        case head(@Sendable (HTTPRequestHead) -> Response)
+        case whole(@Sendable (Request) -> Response)
+    }
+
+    private static func start(port: Int, tls: Bool, answer: Answer) async throws -> LoopbackHTTPServer {
         let context =
             try tls
             ? NIOSSLContext(
@@ -51,7 +77,7 @@ package final class LoopbackHTTPServer: Sendable {
                         try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
                     }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(Handler(respond: respond))
+                    try channel.pipeline.syncOperations.addHandler(Handler(answer: answer))
                 }
             }
             .bind(host: "127.0.0.1", port: port).get()
@@ -68,20 +94,55 @@ package final class LoopbackHTTPServer: Sendable {
         try? await channel.close()
     }
 
+    /// Stops listening without waiting for it (from a `defer`).
+    package func close() {
+        channel.close(promise: nil)
+    }
+
     /// One connection: answers each request as its head arrives.
     private final class Handler: ChannelInboundHandler {
         typealias InboundIn = HTTPServerRequestPart
         typealias OutboundOut = HTTPServerResponsePart
-        let respond: @Sendable (HTTPRequestHead) -> Response
+        let answer: Answer
+        /// The request being read, for an `Answer.whole`.
+        var request: Request?
 
-        init(respond: @escaping @Sendable (HTTPRequestHead) -> Response) { self.respond = respond }
+        init(answer: Answer) { self.answer = answer }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            guard case let .head(head) = unwrapInboundIn(data) else { return }
+            switch (unwrapInboundIn(data), answer) {
+            case let (.head(head), .head(respond)):
+                send(respond(head), to: head, context: context)
+            case let (.head(head), .whole):
+                request = Request(head: head, body: [])
+            case (.body(var buffer), .whole):
+                request?.body += buffer.readBytes(length: buffer.readableBytes) ?? []
+            case let (.end, .whole(respond)):
+                guard let request else { return }
+                self.request = nil
+                send(respond(request), to: request.head, context: context)
+            default:
+                return
+            }
+        }
+
+        private func send(_ response: Response, to head: HTTPRequestHead, context: ChannelHandlerContext) {
             var headers = HTTPHeaders()
-            switch respond(head) {
+            switch response {
             case .nothing:
                 return
+            case let .after(seconds, response):
+                context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(seconds * 1000))) { [self] in
+                    guard context.channel.isActive else { return }
+                    send(response, to: head, context: context)
+                }
+            case let .cutShort(length):
+                headers.add(name: "Content-Type", value: "application/json")
+                headers.add(name: "Content-Length", value: String(length))
+                context.writeAndFlush(
+                    wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: headers))),
+                    promise: nil)
+                context.close(promise: nil)
             case let .whole(status, contentType, body, extra):
                 headers.add(name: "Content-Type", value: contentType)
                 for (name, value) in extra { headers.add(name: name, value: value) }

@@ -1,3 +1,4 @@
+import FieldLogFakes
 import FieldLogTestSupport
 import Foundation
 import Sharing
@@ -45,9 +46,9 @@ final class SharingCredentialsTests {
         let broker = try MosquittoBroker(in: directory)
         try await broker.start()
         let subscriber = try await MosquittoSubscriber(broker: broker, in: directory)
-        let hiker = FakeOwnTracksRecorder(user: "hiker", password: Self.hikerPassword)
+        let hiker = try await FakeOwnTracksRecorder.start(user: "hiker", password: Self.hikerPassword)
         defer { hiker.stop() }
-        let open = FakeOwnTracksRecorder(user: "nobody", password: nil)
+        let open = try await FakeOwnTracksRecorder.start(user: "nobody", password: nil)
         defer { open.stop() }
         let file = try credentials([(broker.url, MosquittoBroker.password), (hiker.url, Self.hikerPassword)])
         let capture = try SharingHarness.walkCapture(seconds: 300, in: directory)
@@ -89,7 +90,7 @@ final class SharingCredentialsTests {
     /// A `/pub` that answers 403 once (a proxy, an authentication backend that blinked): said once, asked
     /// again, and the whole walk arrives.
     @Test func aRefusalOnceIsSaidOnceAndTheWalkStillArrivesWhole() async throws {
-        let server = FakeOwnTracksRecorder(user: "hiker", password: Self.hikerPassword)
+        let server = try await FakeOwnTracksRecorder.start(user: "hiker", password: Self.hikerPassword)
         defer { server.stop() }
         server.setFault(.forbiddenOnce)
         let capture = try SharingHarness.walkCapture(seconds: 300, in: directory)

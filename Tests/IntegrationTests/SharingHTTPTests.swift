@@ -1,3 +1,4 @@
+import FieldLogFakes
 import FieldLogTestSupport
 import Foundation
 import Sharing
@@ -30,7 +31,7 @@ final class SharingHTTPTests {
     func acknowledged() -> Int { SharingHarness.cursor(state: state)?.acknowledged ?? 0 }
 
     @Test func theRecorderGetsEveryPointOnlyARealAcknowledgementMovesThePosition() async throws {
-        let server = FakeOwnTracksRecorder(user: "walker", password: Self.password)
+        let server = try await FakeOwnTracksRecorder.start(user: "walker", password: Self.password)
         defer { server.stop() }
         let capture = try SharingHarness.walkCapture(seconds: 900, in: directory)
         let gpsd = try await GPSFake(capture: capture, delay: 0.015, in: directory)
@@ -93,7 +94,7 @@ final class SharingHTTPTests {
 
     /// Said once; the next attempt is a minute away (`SharingCredentialsTests` sees it come).
     @Test func aRefusedPasswordIsSaidOnceAndNotAskedAgainAtOnce() async throws {
-        let server = FakeOwnTracksRecorder(user: "walker", password: "another")
+        let server = try await FakeOwnTracksRecorder.start(user: "walker", password: "another")
         defer { server.stop() }
         let capture = try SharingHarness.walkCapture(seconds: 300, in: directory)
         let gpsd = try await GPSFake(capture: capture, delay: 0.006, in: directory)

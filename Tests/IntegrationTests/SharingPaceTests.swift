@@ -1,3 +1,4 @@
+import FieldLogFakes
 import FieldLogTestSupport
 import Foundation
 import Testing
@@ -87,7 +88,7 @@ final class SharingPaceTests {
 
     @Test func aBacklogGoesOutAtTheShareRateOverHTTP() async throws {
         try writePassword(Self.password)
-        let server = FakeOwnTracksRecorder(user: "walker", password: Self.password)
+        let server = try await FakeOwnTracksRecorder.start(user: "walker", password: Self.password)
         defer { server.stop() }
         // The walk is journaled while the Recorder answers 500: all of it waits.
         server.setFault(.serverError)
@@ -122,7 +123,7 @@ final class SharingPaceTests {
     /// acknowledged before it stops too.
     @Test func runOnceSendsTheWalkToItsLastFix() async throws {
         try writePassword(Self.password)
-        let server = FakeOwnTracksRecorder(user: "walker", password: Self.password)
+        let server = try await FakeOwnTracksRecorder.start(user: "walker", password: Self.password)
         defer { server.stop() }
         let outcome = try await recordSharing(with: server.url, rate: 50)
         #expect(outcome.status == 0, "\(outcome.stderr)")

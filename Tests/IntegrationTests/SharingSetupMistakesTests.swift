@@ -1,3 +1,4 @@
+import FieldLogFakes
 import FieldLogTestSupport
 import Foundation
 import Sharing
@@ -55,7 +56,7 @@ final class SharingSetupMistakesTests {
 
     @Test(arguments: Mistake.allCases)
     func aBadPasswordFileNeverStopsTheWalk(mistake: Mistake) async throws {
-        let server = FakeOwnTracksRecorder(user: "walker", password: Self.password)
+        let server = try await FakeOwnTracksRecorder.start(user: "walker", password: Self.password)
         defer { server.stop() }
         let (path, said) = try passwordFile(mistake)
         let capture = try SharingHarness.walkCapture(seconds: 300, in: directory)

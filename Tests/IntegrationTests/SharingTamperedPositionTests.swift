@@ -1,3 +1,4 @@
+import FieldLogFakes
 import FieldLogTestSupport
 import Foundation
 import Sharing
@@ -67,7 +68,7 @@ final class SharingTamperedPositionTests {
         let latest = try PendingWalks.write(
             start: 1_700_100_000, origin: (55.96, -3.2), milestones: 4, fixes: 90, in: store)
         #expect(earlier < latest)
-        let server = FakeOwnTracksRecorder(user: "walker", password: nil)
+        let server = try await FakeOwnTracksRecorder.start(user: "walker", password: nil)
         defer { server.stop() }
         let destination = try ShareDestination(url: server.url, device: "testdev")
         let said = try tamper(tampering, path: state + "/" + destination.stateFileName, url: server.url, latest: latest)

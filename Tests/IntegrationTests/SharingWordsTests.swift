@@ -1,3 +1,4 @@
+import FieldLogFakes
 import FieldLogTestSupport
 import Foundation
 import Testing
@@ -63,7 +64,8 @@ final class SharingWordsTests {
     /// A Recorder whose user has an encryption key answers `/pub` with the friends' array encrypted in an object:
     /// an acknowledgement like `[]`, each message stored once (not retried for ever, stored at every retry).
     @Test func theRecordersEncryptedAnswerIsAnAcknowledgement() async throws {
-        let server = FakeOwnTracksRecorder(user: MosquittoBroker.user, password: MosquittoBroker.password)
+        let server = try await FakeOwnTracksRecorder.start(
+            user: MosquittoBroker.user, password: MosquittoBroker.password)
         defer { server.stop() }
         server.setFault(.encryptedAnswer)
         let outcome = try await share(to: server.url)
@@ -87,7 +89,8 @@ final class SharingWordsTests {
             in: directory, timeout: 120)
         await gpsd.wait()
         #expect(recorded.status == 0, "\(recorded.stderr)")
-        let server = FakeOwnTracksRecorder(user: MosquittoBroker.user, password: MosquittoBroker.password)
+        let server = try await FakeOwnTracksRecorder.start(
+            user: MosquittoBroker.user, password: MosquittoBroker.password)
         defer { server.stop() }
         let outcome = try await fieldlog(
             [

@@ -1,6 +1,5 @@
 import FieldLogTestSupport
 import Foundation
-import Photos
 import Testing
 import Thumbnailing
 

@@ -1,3 +1,4 @@
+import FieldLogTestSupport
 import Foundation
 import Testing
 

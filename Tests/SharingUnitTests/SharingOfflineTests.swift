@@ -6,7 +6,7 @@ import WalkModel
 
 /// The parts of sharing that need no network: destination URLs, what the selector chooses from a journal, the
 /// OwnTracks JSON, the durable position.
-struct SharingUnitTests {
+struct SharingOfflineTests {
     @Test func destinationURLs() throws {
         let mqtt = try ShareDestination(url: "mqtt://walker@broker.example.org/", device: "pi")
         #expect(
