@@ -184,6 +184,7 @@ let package = Package(
                 "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
                 "LivePage",
                 "CSandbox",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOPosix", package: "swift-nio"),

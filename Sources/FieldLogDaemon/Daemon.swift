@@ -22,14 +22,15 @@ package struct Daemon {
 
     /// Recovers the walk and makes the services; nothing runs yet. Throws for what stops fieldlog from
     /// starting at all (a state directory it cannot use, an API key file it cannot read). `version` goes into
-    /// the User-Agent of requests to Wikimedia.
+    /// the User-Agent of requests to Wikimedia. `helperMode` says who runs the live page and sharing.
     package init(
-        settings: DaemonSettings, logger: Logger, environment: [String: String] = ProcessInfo.processInfo.environment,
-        executable: String = "/proc/self/exe", version: String = "unknown"
+        settings: DaemonSettings, helperMode: HelperMode = .children, logger: Logger,
+        environment: [String: String] = ProcessInfo.processInfo.environment, executable: String = "/proc/self/exe",
+        version: String = "unknown"
     ) async throws(DaemonError) {
         self.settings = settings
         self.logger = logger
-        store = JournalStore(directory: settings.stateDirectory)
+        store = JournalStore(directory: settings.stateDir)
         do {
             recorder = try WalkRecorder(store: store, limits: settings.limits, logger: logger)
         } catch {
@@ -77,7 +78,7 @@ package struct Daemon {
         if !settings.sharing.urls.isEmpty {
             helpers.append(.init(name: "live-share", arguments: settings.helperArguments))
         }
-        if settings.helpers == .children && !helpers.isEmpty {
+        if helperMode == .children && !helpers.isEmpty {
             let supervisor = HelperSupervisor(
                 helpers: helpers, executable: executable, status: statusFile, logger: logger)
             // First, so that it stops last (a group stops its services in reverse): the helpers read the recorder's
@@ -120,13 +121,13 @@ package struct Daemon {
     ) async throws -> PhotoService? {
         let key = try FlickrKey.load(file: settings.apiKeyFile, environment: environment)
         let names =
-            settings.sources.flatMap { PhotoSourceChain.parse($0).names }
-            ?? PhotoSourceChain.defaultNames(hasPhotosDirectory: settings.directory != nil, hasFlickrKey: key != nil)
+            settings.photoSources.flatMap { PhotoSourceChain.parse($0).names }
+            ?? PhotoSourceChain.defaultNames(hasPhotosDirectory: settings.photosDir != nil, hasFlickrKey: key != nil)
         var sources: [PhotoSourceChain.Member] = []
         for name in names {
             switch name {
             case "local":
-                guard let directory = settings.directory else {
+                guard let directory = settings.photosDir else {
                     logger.notice("photo source local: no --photos-dir; skipped")
                     continue
                 }
@@ -148,8 +149,8 @@ package struct Daemon {
                     .init(
                         name: "flickr",
                         source: try FlickrSource(
-                            apiKey: key, endpoint: settings.flickrEndpoint, caFile: settings.flickrCAFile,
-                            budget: RequestBudget(perHour: settings.flickrRate), thumbnailSize: settings.thumbnailSize))
+                            apiKey: key, endpoint: settings.flickrEndpoint, caFile: settings.flickrCaFile,
+                            budget: RequestBudget(perHour: settings.flickrRate), thumbnailSize: settings.thumbSize))
                 )
             case "commons":
                 if settings.contact == nil {
@@ -163,9 +164,9 @@ package struct Daemon {
                     .init(
                         name: "commons",
                         source: try CommonsSource(
-                            endpoint: settings.commonsEndpoint, caFile: settings.commonsCAFile,
+                            endpoint: settings.commonsEndpoint, caFile: settings.commonsCaFile,
                             budget: RequestBudget(perHour: 1800),
-                            userAgent: userAgent, thumbnailSize: settings.thumbnailSize),
+                            userAgent: userAgent, thumbnailSize: settings.thumbSize),
                         maxRadius: CommonsSource.maxRadius))
             default:
                 break
@@ -175,7 +176,7 @@ package struct Daemon {
         logger.info("photo sources: \(sources.map(\.name).joined(separator: ", "))")
         let cache: ThumbnailCache
         do {
-            cache = try ThumbnailCache(directory: settings.cacheDirectory, maxBytes: settings.cacheMax)
+            cache = try ThumbnailCache(directory: settings.cacheDir, maxBytes: settings.cacheMax)
         } catch {
             // The walk is recorded all the same; its milestones stay pending until a later start has a cache.
             logger.error("no photos this session: \(error); milestones stay pending")
@@ -195,8 +196,8 @@ package struct Daemon {
             sources: sources, journal: recorder, store: store, thumbnails: cache,
             // Each photo is decoded in a child process of its own, under memory and CPU limits: no photo can
             // take the recorder down (PhotoWorkLimits says the budget).
-            thumbnailer: IsolatedThumbnailer(executable: executable, size: settings.thumbnailSize), logger: logger,
-            maxBackoff: settings.retryMax)
+            thumbnailer: IsolatedThumbnailer(executable: executable, size: settings.thumbSize), logger: logger,
+            maxBackoff: settings.photoRetryMax)
     }
 }
 

@@ -21,11 +21,11 @@ package struct LivePageProcess {
 
     package init(settings: DaemonSettings, http: HostAndPort, logger: Logger) {
         self.logger = logger
-        let store = JournalStore(directory: settings.stateDirectory)
+        let store = JournalStore(directory: settings.stateDir)
         let recorder = RecorderState(directory: store.directory)
         let web = WebService(
             configuration: .init(host: http.host, port: http.portNumber), store: store,
-            cacheDirectory: settings.photos.cacheDirectory,
+            cacheDirectory: settings.photos.cacheDir,
             currentWalk: { recorder.current?.recording.walkID },
             status: { recorder.liveStatus() },
             logger: logger)
@@ -52,9 +52,9 @@ package struct ShareProcess {
     /// out: this process keeps running, and says so in share-status.json.
     package init(settings: DaemonSettings, logger: Logger, environment: [String: String], recorder: Int32?) {
         self.logger = logger
-        let store = JournalStore(directory: settings.stateDirectory)
+        let store = JournalStore(directory: settings.stateDir)
         var shareSettings = settings.sharing.serviceSettings(
-            cacheDirectory: settings.photos.cacheDirectory, environment: environment)
+            cacheDirectory: settings.photos.cacheDir, environment: environment)
         shareSettings.recorderPid = recorder ?? RecorderState(directory: store.directory).current?.pid
         let events = ShareEvents(store: store, logger: logger)
         let service = ShareService(settings: shareSettings, store: store, logger: logger) { kind, message in

@@ -1,38 +1,82 @@
+import ArgumentParser
 import FoundationEssentials
 import Sharing
 
 /// Where the walk is published live (`--share`), as OwnTracks locations.
-package struct ShareSettings: Sendable, Equatable {
-    /// Destination URLs; the config file gives them separated by spaces.
+package struct ShareSettings: ParsableArguments, Sendable {
+    @Option(
+        help: ArgumentHelp(
+            "Publish the walk live to this OwnTracks server; repeat for several (the file: URLs separated by spaces).",
+            discussion: """
+                mqtt://[USER@]HOST[:PORT][/TOPIC] or mqtts://… (TLS, verified) for an MQTT broker, topic \
+                owntracks/USER/DEVICE by default; https://[USER@]HOST[:PORT]/pub for the OwnTracks Recorder's \
+                HTTP mode or Traccar's OwnTracks port (plain http only on loopback). A password goes only to a URL \
+                that names a user, from --share-credentials or --share-password-file, never from the URL, and \
+                never over plain mqtt or http to another host. A destination that cannot be set up is reported \
+                (log, status, live page) and left out; the walk is recorded all the same.
+                """,
+            valueName: "url"))
     package var share: [String] = []
-    /// The OwnTracks device name; nil: the host name.
-    package var device: String?
-    /// The tracker id; nil: the device's last two characters.
-    package var tid: String?
-    /// Seconds of GPS time between shared fixes at most.
-    package var every: Double = 10
-    /// Messages a second at most per destination.
-    package var rate: Double = 5
-    /// `URL PASSWORD` lines, a password per destination (`SharePasswords`).
-    package var credentialsFile: String?
-    /// The password of the one destination whose URL names a user (`SharePasswords`).
-    package var passwordFile: String?
-    package var caFile: String?
-    /// Seconds before a destination that refused the credentials is asked again, doubling (`ShareRetry`).
-    package var rejectedRetry = ShareRetry.rejectedDefault
+
+    @Option(help: "The OwnTracks device name (the topic's last level, the Recorder's d). Default: the host name.")
+    package var shareDevice: String?
+
+    @Option(help: "The OwnTracks tracker id shown on the map: two characters. Default: the device's last two.")
+    package var shareTid: String?
+
+    @Option(
+        help:
+            "Seconds of GPS time between shared fixes at most (the first and last of a segment and milestones always go)."
+    )
+    package var shareEvery: Double = 10
+
+    @Option(help: "Messages a second at most per destination, also for a backlog after an outage.")
+    package var shareRate: Double = 5
+
+    @Option(
+        help: ArgumentHelp(
+            "Read a password per destination from this file: lines of URL PASSWORD.",
+            discussion: """
+                Each line: a destination's URL exactly as given to --share, spaces or tabs, and its password (the \
+                rest of the line); blank lines and lines starting with # are skipped. At most 4 KiB, a regular \
+                file (not a link), best mode 0600. A relative path is looked up in $CREDENTIALS_DIRECTORY first \
+                (systemd LoadCredential=). Without this option the credential share-credentials is used if \
+                systemd passes one.
+                """,
+            valueName: "file"))
+    package var shareCredentials: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Read the password of the one destination whose URL names a user from this file (its first line).",
+            discussion: """
+                For one destination with a login; with several, give each its own in --share-credentials (a \
+                destination listed there takes its line). At most 4 KiB, a regular file (not a link), best \
+                mode 0600. A relative path is looked up in $CREDENTIALS_DIRECTORY first (systemd \
+                LoadCredential=). Without this option the credential share-password is used if systemd passes one.
+                """,
+            valueName: "file"))
+    package var sharePasswordFile: String?
+
+    @Option(help: "Also trust the CA certificate(s) in this PEM file for the destinations' TLS.")
+    package var shareCaFile: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Seconds before a destination that refused the credentials (HTTP 401/403, MQTT not authorised) is asked again.",
+            discussion: "Then twice as long each time, up to 30 minutes, for as long as the walk goes on.",
+            valueName: "seconds"))
+    package var shareRejectedRetry = ShareRetry.rejectedDefault
 
     package init() {}
 
-    /// These settings as fieldlog.conf keys.
-    package var entries: KeyValuePairs<String, String?> {
-        [
-            "share": share.isEmpty ? nil : urls.joined(separator: " "), "share-device": device, "share-tid": tid,
-            "share-every": "\(every)", "share-rate": "\(rate)", "share-credentials": credentialsFile,
-            "share-password-file": passwordFile, "share-ca-file": caFile, "share-rejected-retry": "\(rejectedRetry)",
-        ]
+    /// Every sharing setting at its default.
+    package static var defaults: ShareSettings {
+        // Parsing no arguments cannot fail: every option has a default, and the defaults are valid.
+        try! parse([])
     }
 
-    package static let keys: [String] = ShareSettings().entries.map(\.key)
+    package static let keys: [String] = defaults.settingEntries.map(\.key)
 
     /// Every URL given, the file's (space-separated) and the command line's.
     package var urls: [String] {
@@ -40,35 +84,38 @@ package struct ShareSettings: Sendable, Equatable {
     }
 
     package var deviceName: String {
-        device ?? ShareDestination.defaultDevice()
+        shareDevice ?? ShareDestination.defaultDevice()
     }
 
     package var trackerID: String {
-        tid ?? String(deviceName.suffix(2))
+        shareTid ?? String(deviceName.suffix(2))
     }
 
-    package func validate() throws(SettingsError) {
-        guard every.isFinite && every >= 1 else {
+    package func check() throws(SettingsError) {
+        guard shareEvery.isFinite && shareEvery >= 1 else {
             throw SettingsError(key: "share-every", "--share-every must be at least 1 second")
         }
-        guard rate.isFinite && rate >= 0.1 && rate <= 1000 else {
+        guard shareRate.isFinite && shareRate >= 0.1 && shareRate <= 1000 else {
             throw SettingsError(key: "share-rate", "--share-rate must be 0.1 to 1000 messages a second")
         }
-        if let device, ShareDestination.sanitizedDevice(device) != device {
+        if let shareDevice, ShareDestination.sanitizedDevice(shareDevice) != shareDevice {
             throw SettingsError(
                 key: "share-device", "--share-device must be up to 64 lowercase letters, digits, '-', '_' or '.'")
         }
-        if let tid, tid.count != 2 || tid.contains(where: { $0 == "\"" || $0 == "\\" || $0.isWhitespace }) {
+        if let shareTid,
+            shareTid.count != 2 || shareTid.contains(where: { $0 == "\"" || $0 == "\\" || $0.isWhitespace })
+        {
             throw SettingsError(key: "share-tid", "--share-tid must be two characters")
         }
-        guard rejectedRetry.isFinite && rejectedRetry >= 1 && rejectedRetry <= ShareRetry.rejectedMax else {
+        guard shareRejectedRetry.isFinite && shareRejectedRetry >= 1 && shareRejectedRetry <= ShareRetry.rejectedMax
+        else {
             throw SettingsError(
                 key: "share-rejected-retry",
                 "--share-rejected-retry must be 1 to \(Int(ShareRetry.rejectedMax)) seconds")
         }
     }
 
-    /// Throws for the first URL that is no destination. Not part of `validate()`: the recorder starts with a bad
+    /// Throws for the first URL that is no destination. Not part of `check()`: the recorder starts with a bad
     /// URL, which sharing reports and leaves out; `run --check-config` and `fieldlog share` refuse it.
     package func validateDestinations() throws(SettingsError) {
         for url in urls {
@@ -93,7 +140,7 @@ package struct ShareSettings: Sendable, Equatable {
             }
         }
         let passwords = SharePasswords(
-            credentialsFile: credentialsFile, passwordFile: passwordFile, environment: environment)
+            credentialsFile: shareCredentials, passwordFile: sharePasswordFile, environment: environment)
         // In the order given: a bad URL in its place, the others as the passwords set them up.
         var ready = passwords.targets(destinations)[...]
         return urls.map { url in faults[url].map { .unusable(url: url, reason: $0.message) } ?? ready.removeFirst() }
@@ -102,9 +149,9 @@ package struct ShareSettings: Sendable, Equatable {
     /// What the sharing service runs with.
     package func serviceSettings(cacheDirectory: String?, environment: [String: String]) -> ShareService.Settings {
         var settings = ShareService.Settings(
-            targets: targets(environment: environment), caFile: caFile, tid: trackerID, every: every, rate: rate,
-            cacheDirectory: cacheDirectory)
-        settings.rejectedRetry = rejectedRetry
+            targets: targets(environment: environment), caFile: shareCaFile, tid: trackerID, every: shareEvery,
+            rate: shareRate, cacheDirectory: cacheDirectory)
+        settings.rejectedRetry = shareRejectedRetry
         return settings
     }
 }

@@ -86,6 +86,6 @@ private func startHelper(options: RecorderOptions, supervisor: Int32?, memory: I
     }
     LoggingSystem.bootstrap(JournaldLogHandler.standardError)
     var logger = Logger(label: "fieldlog")
-    logger.logLevel = options.logLevel
+    logger.logLevel = options.settings.logLevel
     return logger
 }

@@ -25,10 +25,10 @@ struct Share: AsyncParsableCommand, ConfiguredCommand {
     @Option(help: "The walk to send: its id (see `fieldlog walks`) or latest.")
     var walk: String
 
-    @OptionGroup var sharing: ShareOptions
+    @OptionGroup var sharing: ShareSettings
 
     @Option(help: "Directory of the thumbnail cache (photos are sent with their thumbnail when it is there).")
-    var cacheDir: String = PhotoSettings().cacheDirectory
+    var cacheDir: String = PhotoSettings.defaultCacheDirectory
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error or critical.")
     var logLevel: Logger.Level = .warning
@@ -38,8 +38,8 @@ struct Share: AsyncParsableCommand, ConfiguredCommand {
 
     func validate() throws {
         do {
-            try sharing.settings.validate()
-            try sharing.settings.validateDestinations()
+            try sharing.check()
+            try sharing.validateDestinations()
         } catch {
             throw ValidationError(error.message)
         }
@@ -55,7 +55,7 @@ struct Share: AsyncParsableCommand, ConfiguredCommand {
         LoggingSystem.bootstrap(JournaldLogHandler.standardError)
         var logger = Logger(label: "fieldlog")
         logger.logLevel = logLevel
-        guard !sharing.settings.urls.isEmpty else {
+        guard !sharing.urls.isEmpty else {
             throw CleanExit.failure("fieldlog: no destination: give --share URL, or share: in the settings file")
         }
         let store = JournalStore(directory: stateDirectory.path)
@@ -65,7 +65,7 @@ struct Share: AsyncParsableCommand, ConfiguredCommand {
         } catch {
             throw CleanExit.failure("fieldlog: \(error)")
         }
-        let settings = sharing.settings.serviceSettings(
+        let settings = sharing.serviceSettings(
             cacheDirectory: cacheDir, environment: ProcessInfo.processInfo.environment)
         var complete = true
         for target in settings.targets {

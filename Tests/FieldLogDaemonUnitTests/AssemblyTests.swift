@@ -27,17 +27,17 @@ import WalkModel
     @Test func aReplayIsRecordedAndTheDaemonEndsWithIt() async throws {
         let lines = walk(seconds: 200)
         let gpsd = try await FakeGPSD.start { _ in .init(lines: lines, interval: .milliseconds(2)) }
-        var settings = DaemonSettings()
+        var settings = DaemonSettings.defaults
         settings.gpsd = HostAndPort(host: "127.0.0.1", port: "\(gpsd.port)")
-        settings.stateDirectory = directory + "/state"
+        settings.stateDir = directory + "/state"
         settings.once = true
-        settings.photos.sources = "none"
+        settings.photos.photoSources = "none"
         let daemon = try await Daemon(settings: settings, logger: logger, environment: [:])
         #expect(daemon.photoService == nil, "photo sources: none")
         try await daemon.run()
         await gpsd.stop()
 
-        let store = JournalStore(directory: settings.stateDirectory)
+        let store = JournalStore(directory: settings.stateDir)
         let walks = try store.walkIDs()
         #expect(walks.count == 1)
         let log = try store.read(try #require(walks.first))
@@ -50,13 +50,13 @@ import WalkModel
     @Test func aRecorderShutDownFromOutsideKeepsWhatItHasRecorded() async throws {
         let lines = walk(seconds: 30)
         let gpsd = try await FakeGPSD.start { _ in .init(lines: lines, interval: .milliseconds(5), closeAtEnd: false) }
-        var settings = DaemonSettings()
+        var settings = DaemonSettings.defaults
         settings.gpsd = HostAndPort(host: "127.0.0.1", port: "\(gpsd.port)")
-        settings.stateDirectory = directory + "/state"
-        settings.photos.sources = "none"
+        settings.stateDir = directory + "/state"
+        settings.photos.photoSources = "none"
         let daemon = try await Daemon(settings: settings, logger: logger, environment: [:])
         let running = Task { try await daemon.run() }
-        let store = JournalStore(directory: settings.stateDirectory)
+        let store = JournalStore(directory: settings.stateDir)
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline, daemon.recorder.status.distance < 40 {
             try await Task.sleep(for: .milliseconds(20))
@@ -69,8 +69,8 @@ import WalkModel
     }
 
     @Test func anUnreadableKeyFileStopsTheStartWithoutTheKey() async throws {
-        var settings = DaemonSettings()
-        settings.stateDirectory = directory + "/state"
+        var settings = DaemonSettings.defaults
+        settings.stateDir = directory + "/state"
         settings.photos.apiKeyFile = directory + "/missing-key"
         await #expect(throws: DaemonError.self) {
             _ = try await Daemon(settings: settings, logger: logger, environment: ["FLICKR_API_KEY": "secret-key-1234"])
@@ -91,9 +91,9 @@ import WalkModel
         #expect(
             try FlickrKey.load(file: nil, environment: ["CREDENTIALS_DIRECTORY": credentials]) == nil, "empty: none")
         #expect(try FlickrKey.load(file: nil, environment: ["FLICKR_API_KEY": "k"]) == "k")
-        var settings = DaemonSettings()
-        settings.stateDirectory = directory + "/state"
-        settings.photos.cacheDirectory = directory + "/cache"
+        var settings = DaemonSettings.defaults
+        settings.stateDir = directory + "/state"
+        settings.photos.cacheDir = directory + "/cache"
         let daemon = try await Daemon(settings: settings, logger: logger, environment: ["FLICKR_API_KEY": "k"])
         #expect(daemon.photoService != nil)
     }
@@ -103,7 +103,7 @@ import WalkModel
     @Test func theSettingsListIsTheConfigFilesKeys() throws {
         #expect(Set(DaemonSettings.keys).count == DaemonSettings.keys.count)
         #expect(!DaemonSettings.keys.contains("once"))
-        let text = DaemonSettings().configurationText
+        let text = DaemonSettings.defaults.configurationText
         let written = text.split(separator: "\n").map { line in
             String(line.drop { $0 == "#" || $0 == " " }.prefix { $0 != ":" })
         }
@@ -124,15 +124,15 @@ import WalkModel
     }
 
     @Test func invalidSettingsNameTheirOption() {
-        var settings = DaemonSettings()
-        settings.limits.milestoneEvery = 0
+        var settings = DaemonSettings.defaults
+        settings.every = 0
         #expect(throws: SettingsError(key: "every", "--every must be a positive number of metres")) {
-            try settings.validate()
+            try settings.check()
         }
-        settings = DaemonSettings()
-        settings.photos.thumbnailSize = 4
+        settings = DaemonSettings.defaults
+        settings.photos.thumbSize = 4
         #expect(throws: SettingsError(key: "thumb-size", "--thumb-size must be 16 to 2048 pixels")) {
-            try settings.validate()
+            try settings.check()
         }
         #expect(HostAndPort("[::1]:2947") == HostAndPort(host: "::1", port: "2947"))
         #expect(HostAndPort("localhost") == nil)

@@ -25,11 +25,11 @@ final class SharePasswordsTests {
     }
 
     func targets(_ urls: [String], credentials: String? = nil, password: String? = nil) -> [ShareTarget] {
-        var settings = ShareSettings()
+        var settings = ShareSettings.defaults
         settings.share = urls
-        settings.device = "pi"
-        settings.credentialsFile = credentials
-        settings.passwordFile = password
+        settings.shareDevice = "pi"
+        settings.shareCredentials = credentials
+        settings.sharePasswordFile = password
         return settings.targets(environment: [:])
     }
 
