@@ -190,11 +190,11 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
-        // The command line: parses, calls FieldLogDaemon, waits.
-        .executableTarget(
-            name: "fieldlog",
+        // What the subcommands that read the state directory do (walks, status, tail, export, star), for the command
+        // line, which parses their arguments and prints what they return.
+        .target(
+            name: "FieldLogCommands",
             dependencies: [
-                "FieldLogDaemon",
                 "WalkModel",
                 "SystemIO",
                 "WalkJournal",
@@ -202,8 +202,22 @@ let package = Package(
                 "Thumbnailing",
                 "Photos",
                 "Sharing",
-                "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
                 "Exports",
+                "FieldLogDaemon",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // The command line: parses, calls FieldLogDaemon and FieldLogCommands, waits.
+        .executableTarget(
+            name: "fieldlog",
+            dependencies: [
+                "FieldLogDaemon",
+                "FieldLogCommands",
+                "SystemIO",
+                "WalkJournal",
+                "Thumbnailing",
+                "Sharing",
+                "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
                 "CConcurrencyHook",
                 "CBuildStamp",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

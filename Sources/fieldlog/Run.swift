@@ -4,7 +4,6 @@ import FieldLogDaemon
 import FoundationEssentials
 import Glibc
 import Logging
-import Recording
 import SystemIO
 
 struct Run: AsyncParsableCommand, ConfiguredCommand {

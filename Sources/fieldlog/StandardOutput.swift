@@ -1,3 +1,4 @@
+import FieldLogCommands
 import Glibc
 import SystemIO
 
@@ -9,9 +10,11 @@ func writeStandardOutput(_ text: String) throws {
     }
 }
 
-extension Double {
-    /// Rounded to a whole number for people; a journal may hold any number, which `Int` cannot always take.
-    var wholeText: String {
-        abs(self) < 1e15 ? String(Int(rounded())) : String(self)
+/// What a library command returns, or its error as one line on stderr and exit status 1.
+func command<Result>(_ body: () throws(CommandError) -> Result) throws -> Result {
+    do {
+        return try body()
+    } catch {
+        throw CleanExit.failure("fieldlog: \(error)")
     }
 }

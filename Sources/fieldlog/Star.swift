@@ -1,7 +1,5 @@
 import ArgumentParser
-import FoundationEssentials
-import Glibc
-import WalkJournal
+import FieldLogCommands
 
 /// `fieldlog star` and `fieldlog unstar`: one type, two names, differing only in the mark they leave.
 struct Star: ParsableCommand, ConfiguredCommand {
@@ -52,15 +50,9 @@ struct FavouriteOptions: ParsableArguments {
     var milestone: Int
 
     func mark(starred: Bool) throws {
-        let store = JournalStore(directory: stateDirectory.path)
-        do {
-            let id = try store.resolve(walk)
-            let changed = try store.setStarred(
-                starred, milestone: milestone, walk: id, wall: Date().timeIntervalSince1970)
-            let state = starred ? "a favourite" : "not a favourite"
-            print("milestone \(milestone) of walk \(id) is \(changed ? "now" : "already") \(state)")
-        } catch {
-            throw CleanExit.failure("fieldlog: \(error)")
-        }
+        try writeStandardOutput(
+            try command { () throws(CommandError) in
+                try Favourites.mark(starred, milestone: milestone, walk: walk, stateDirectory: stateDirectory.path)
+            })
     }
 }

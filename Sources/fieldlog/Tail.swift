@@ -1,10 +1,7 @@
 import ArgumentParser
-import Exports
-import FoundationEssentials
+import FieldLogCommands
 import Glibc
 import SystemIO
-import WalkJournal
-import WalkModel
 
 struct Tail: ParsableCommand, ConfiguredCommand {
     static let configuration = CommandConfiguration(
@@ -37,47 +34,14 @@ struct Tail: ParsableCommand, ConfiguredCommand {
     func run() throws {
         // A reader that went away (`| head`, a dropped SSH session) ends tail quietly, not by SIGPIPE.
         signal(SIGPIPE, SIG_IGN)
-        let store = JournalStore(directory: stateDirectory.path)
-        let formatter = TailFormatter()
-        func lines(from follower: JournalFollower) -> [String] {
-            follower.newLines().compactMap(JournalCodec.decode).compactMap(formatter.line(for:))
-        }
-        var walk: String?
         do {
-            walk = try store.walkIDs().last
-        } catch {
+            try JournalTail(stateDirectory: stateDirectory.path, lines: lines, follow: follow).run(emit: emit)
+        } catch let error as CommandError {
             throw CleanExit.failure("fieldlog: \(error)")
-        }
-        var follower = walk.map { JournalFollower(path: store.path(for: $0)) }
-        if let follower {
-            // The last lines of a journal of any size, read a chunk at a time.
-            var last: [String] = []
-            repeat {
-                last += lines(from: follower)
-                last.removeFirst(max(0, last.count - self.lines))
-            } while follower.hasMore
-            try emit(last)
-        } else if !follow {
-            try emit(["no walks in \(store.directory) yet"])
-            return
-        }
-        guard follow else { return }
-        // Poll twice a second; move on to a newer walk once the current one has been shown to its end.
-        while true {
-            usleep(500_000)
-            if let follower {
-                repeat { try emit(lines(from: follower)) } while follower.hasMore
-            }
-            if let newest = (try? store.walkIDs())?.last, newest != walk {
-                walk = newest
-                let next = JournalFollower(path: store.path(for: newest))
-                follower = next
-                repeat { try emit(lines(from: next)) } while next.hasMore
-            }
         }
     }
 
-    private func emit(_ lines: some Collection<String>) throws {
+    private func emit(_ lines: [String]) throws {
         guard !lines.isEmpty else { return }
         let text = lines.joined(separator: "\n") + "\n"
         guard let failure = FileIO.writeAll(text.utf8, to: STDOUT_FILENO) else { return }
