@@ -17,20 +17,20 @@ struct LivePageCommand: AsyncParsableCommand, ConfiguredCommand {
 
     static let configKeys = Run.configKeys
 
-    @OptionGroup var options: RecorderOptions
+    @OptionGroup var configOption: ConfigOption
+
+    @OptionGroup var settings: DaemonSettings
 
     @Option(help: .hidden) var supervisor: Int32?
 
-    var configOption: ConfigOption { options.configOption }
-
     func run() async throws {
-        let logger = try startHelper(options: options, supervisor: supervisor, memory: HelperMemory.livePage)
-        guard let http = options.settings.http else {
+        let logger = try startHelper(settings: settings, supervisor: supervisor, memory: HelperMemory.livePage)
+        guard let http = settings.http else {
             writeStandardError("fieldlog live-page: no --http address (http: in the settings): no page to serve\n")
             return
         }
         do {
-            try await LivePageProcess(settings: options.settings, http: http, logger: logger).runUntilSignalled()
+            try await LivePageProcess(settings: settings, http: http, logger: logger).runUntilSignalled()
         } catch {
             throw CleanExit.failure("fieldlog live-page: \(error)")
         }
@@ -51,22 +51,22 @@ struct LiveShareCommand: AsyncParsableCommand, ConfiguredCommand {
 
     static let configKeys = Run.configKeys
 
-    @OptionGroup var options: RecorderOptions
+    @OptionGroup var configOption: ConfigOption
+
+    @OptionGroup var settings: DaemonSettings
 
     @Option(help: .hidden) var supervisor: Int32?
 
-    var configOption: ConfigOption { options.configOption }
-
     func run() async throws {
-        let logger = try startHelper(options: options, supervisor: supervisor, memory: HelperMemory.liveShare)
-        guard !options.settings.sharing.urls.isEmpty else {
+        let logger = try startHelper(settings: settings, supervisor: supervisor, memory: HelperMemory.liveShare)
+        guard !settings.sharing.urls.isEmpty else {
             writeStandardError(
                 "fieldlog live-share: no --share destination (share: in the settings): nothing to share\n")
             return
         }
         do {
             try await ShareProcess(
-                settings: options.settings, logger: logger, environment: ProcessInfo.processInfo.environment,
+                settings: settings, logger: logger, environment: ProcessInfo.processInfo.environment,
                 recorder: supervisor
             )
             .runUntilSignalled()
@@ -77,7 +77,7 @@ struct LiveShareCommand: AsyncParsableCommand, ConfiguredCommand {
 }
 
 /// Ties a supervised process to its recorder and starts its log.
-private func startHelper(options: RecorderOptions, supervisor: Int32?, memory: Int) throws -> Logger {
+private func startHelper(settings: DaemonSettings, supervisor: Int32?, memory: Int) throws -> Logger {
     do {
         try boundHelperProcess(dataBytes: memory)
         if let supervisor { try endWithSupervisor(supervisor) }
@@ -86,6 +86,6 @@ private func startHelper(options: RecorderOptions, supervisor: Int32?, memory: I
     }
     LoggingSystem.bootstrap(JournaldLogHandler.standardError)
     var logger = Logger(label: "fieldlog")
-    logger.logLevel = options.settings.logLevel
+    logger.logLevel = settings.logLevel
     return logger
 }

@@ -22,7 +22,11 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
     /// Every option but --once (a replay switch the command line could not turn off again) and --config.
     static let configKeys = Set(DaemonSettings.keys)
 
-    @OptionGroup var options: RecorderOptions
+    // The settings as a group of this command, not inside another group: in a debug build argument-parser checks
+    // every group's arguments again for each level above it, and one more level cost each start 1.7 s.
+    @OptionGroup var configOption: ConfigOption
+
+    @OptionGroup var settings: DaemonSettings
 
     @Option(
         help: ArgumentHelp(
@@ -36,10 +40,6 @@ struct Run: AsyncParsableCommand, ConfiguredCommand {
 
     @Flag(help: "Print the settings fieldlog would run with (the file's, then the command line's) and exit.")
     var checkConfig = false
-
-    var configOption: ConfigOption { options.configOption }
-
-    var settings: DaemonSettings { options.settings }
 
     func validate() throws {
         do {
