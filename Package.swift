@@ -190,8 +190,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
-        // What the subcommands that read the state directory do (walks, status, tail, export, star), for the command
-        // line, which parses their arguments and prints what they return.
+        // What the subcommands do (walks, status, tail, export, star, share, thumbnail), for the command line, which
+        // parses their arguments and prints what they return.
         .target(
             name: "FieldLogCommands",
             dependencies: [
@@ -205,6 +205,7 @@ let package = Package(
                 "Exports",
                 "FieldLogDaemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The command line: parses, calls FieldLogDaemon and FieldLogCommands, waits.
@@ -214,9 +215,7 @@ let package = Package(
                 "FieldLogDaemon",
                 "FieldLogCommands",
                 "SystemIO",
-                "WalkJournal",
                 "Thumbnailing",
-                "Sharing",
                 "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
                 "CConcurrencyHook",
                 "CBuildStamp",

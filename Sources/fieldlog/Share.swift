@@ -1,9 +1,7 @@
 import ArgumentParser
+import FieldLogCommands
 import FieldLogDaemon
-import FoundationEssentials
 import Logging
-import Sharing
-import WalkJournal
 
 struct Share: AsyncParsableCommand, ConfiguredCommand {
     static let configuration = CommandConfiguration(
@@ -47,51 +45,18 @@ struct Share: AsyncParsableCommand, ConfiguredCommand {
 
     func run() async throws {
         // A process that only shares: a broker's oversized packet fails here, not under the OOM killer.
-        do {
-            try ShareProcessMemory.apply()
-        } catch {
-            throw CleanExit.failure("fieldlog: \(error)")
-        }
+        try command { () throws(CommandError) in try WalkSending.boundMemory() }
         LoggingSystem.bootstrap(JournaldLogHandler.standardError)
         var logger = Logger(label: "fieldlog")
         logger.logLevel = logLevel
-        guard !sharing.urls.isEmpty else {
-            throw CleanExit.failure("fieldlog: no destination: give --share URL, or share: in the settings file")
-        }
-        let store = JournalStore(directory: stateDirectory.path)
-        let id: String
+        let complete: Bool
         do {
-            id = try store.resolve(walk)
-        } catch {
+            complete = try await WalkSending.send(
+                walk: walk, stateDirectory: stateDirectory.path, settings: sharing, cacheDirectory: cacheDir,
+                timeout: timeout, logger: logger, report: { try writeStandardOutput($0 + "\n") },
+                warn: { writeStandardError("fieldlog: \($0)\n") })
+        } catch let error as CommandError {
             throw CleanExit.failure("fieldlog: \(error)")
-        }
-        let settings = sharing.serviceSettings(
-            cacheDirectory: cacheDir, environment: ProcessInfo.processInfo.environment)
-        var complete = true
-        for target in settings.targets {
-            switch target {
-            case let .unusable(url, reason):
-                complete = false
-                writeStandardError("fieldlog: \(url): \(reason)\n")
-            case let .ready(destination, password, warning):
-                if let warning { writeStandardError("fieldlog: \(destination.url): \(warning)\n") }
-                do {
-                    let outcome = try await ShareOnce.send(
-                        walk: id, to: destination, password: password, settings: settings, store: store, logger: logger,
-                        timeout: timeout)
-                    var line =
-                        "walk \(id) to \(destination.url): \(outcome.acknowledged) of \(outcome.sent) messages acknowledged"
-                    if outcome.acknowledged < outcome.sent {
-                        complete = false
-                        line +=
-                            " (\(outcome.status.connection.rawValue)\(outcome.status.error.map { ": " + $0 } ?? ""))"
-                    }
-                    try writeStandardOutput(line + "\n")
-                } catch let error as ShareError {
-                    complete = false
-                    writeStandardError("fieldlog: \(error)\n")
-                }
-            }
         }
         if !complete { throw ExitCode.failure }
     }
