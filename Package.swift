@@ -321,7 +321,7 @@ let package = Package(
             name: "FieldLogDaemonUnitTests",
             dependencies: [
                 "WalkModel", "WalkJournal", "Recording", "Thumbnailing", "Photos", "Sharing", "LivePage",
-                "FieldLogDaemon", "FieldLogFakes", "FieldLogTestSupport",
+                "FieldLogDaemon", "FieldLogFakes", "FieldLogTestSupport", "SystemIO",
                 "CMosquittoShim",  // loaded with Sharing in debug builds (-enable-testing)
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

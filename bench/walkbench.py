@@ -439,7 +439,9 @@ def paced_section(binary, work, minutes, jpeg, fakes):
         looks += 1
         if looks % 20 == 0:
             for name in broken_down:
-                if name not in results and (parts := resident_kb(procs[name].pid, executables[name])):
+                # A process that has just ended (not reaped yet) has an empty smaps: not a look.
+                if name not in results and (parts := resident_kb(procs[name].pid, executables[name])) \
+                        and sum(parts.values()):
                     breakdown[name] = parts
         if at_first_fix is not None and looks % WINDOW_LOOKS == 0:
             for name in executables:

@@ -85,6 +85,7 @@ package struct Daemon {
             // session end, and sharing sends the walk's last fix, before they are told to stop.
             services.insert(.init(service: supervisor, successTerminationBehavior: .ignore), at: 0)
         }
+        services.append(.init(service: ResidentPagesService(logger: logger), successTerminationBehavior: .ignore))
         // Last, so that it hears of a shutdown first (STOPPING=1); READY=1 as the group starts, state recovered.
         let notifier = SystemdNotifier(logger: logger)
         if notifier.isEnabled {

@@ -32,7 +32,10 @@ package struct LivePageProcess {
         LivePageStatusFile.write(address: http.description, directory: store.directory)
         group = ServiceGroup(
             configuration: .init(
-                services: [.init(service: web, successTerminationBehavior: .gracefullyShutdownGroup)], logger: logger))
+                services: [
+                    .init(service: web, successTerminationBehavior: .gracefullyShutdownGroup),
+                    .init(service: ResidentPagesService(logger: logger), successTerminationBehavior: .ignore),
+                ], logger: logger))
     }
 
     package func runUntilSignalled() async throws {
@@ -65,6 +68,7 @@ package struct ShareProcess {
                 services: [
                     .init(service: service, successTerminationBehavior: .gracefullyShutdownGroup),
                     .init(service: events, successTerminationBehavior: .ignore),
+                    .init(service: ResidentPagesService(logger: logger), successTerminationBehavior: .ignore),
                 ],
                 logger: logger))
     }
