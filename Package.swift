@@ -345,11 +345,13 @@ let package = Package(
 )
 
 // What the compiler checks in every Swift target: each file imports the modules whose members it uses (not
-// whatever another file of the target happened to import), and existential types are spelled `any`.
+// whatever another file of the target happened to import), an import is internal unless the file says it is
+// part of its `package` interface (`package import`), and existential types are spelled `any`.
 for target in package.targets where target.type != .system && !target.name.hasPrefix("C") {
     target.swiftSettings =
         (target.swiftSettings ?? []) + [
             .enableUpcomingFeature("MemberImportVisibility"),
+            .enableUpcomingFeature("InternalImportsByDefault"),
             .enableUpcomingFeature("ExistentialAny"),
         ]
 }

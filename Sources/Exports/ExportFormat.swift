@@ -1,4 +1,4 @@
-import WalkJournal
+package import WalkJournal
 
 /// The file formats a walk can be exported in.
 package enum ExportFormat: String, CaseIterable, Sendable {

@@ -1,4 +1,4 @@
-import WalkJournal
+package import WalkJournal
 import WalkModel
 
 /// GPX 1.1 (https://www.topografix.com/GPX/1/1/): milestones as waypoints, the walk as one track with a

@@ -1,5 +1,5 @@
-import WalkJournal
-import WalkModel
+package import WalkJournal
+package import WalkModel
 
 /// GeoJSON (RFC 7946): a FeatureCollection holding the track as one line feature, then one point
 /// feature per milestone. Positions are [longitude, latitude]; altitude is left out so every position

@@ -1,6 +1,6 @@
 import FoundationEssentials
-import WalkJournal
-import WalkModel
+package import WalkJournal
+package import WalkModel
 
 /// The walk as one HTML page that needs nothing else: thumbnails inline as data URIs, the track as inline
 /// SVG, styles inline and no script, so it works offline after `scp` and a Content-Security-Policy in the

@@ -1,4 +1,4 @@
-import WalkJournal
+package import WalkJournal
 import WalkModel
 
 /// journal.json: the whole walk as one JSON document, one track point or milestone per line.

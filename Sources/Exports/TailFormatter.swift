@@ -1,5 +1,5 @@
 import Glibc
-import WalkModel
+package import WalkModel
 
 /// Journal records as the one-line summaries `fieldlog tail` prints. Times are shown in the viewer's
 /// local time zone (TZ), from GPS time, or for recorder events outside a walk from the wall clock.

@@ -1,6 +1,6 @@
 import Glibc
-import WalkJournal
-import WalkModel
+package import WalkJournal
+package import WalkModel
 
 /// The track as one inline `<svg class="track">`: a line per segment, dashed gaps between them, numbered
 /// milestone markers, start and end. Positions are projected flat around the walk's middle latitude and

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Exports
+package import Exports
 import Glibc
 import SystemIO
 import Thumbnailing

@@ -1,6 +1,6 @@
-import FieldLogDaemon
+package import FieldLogDaemon
 import FoundationEssentials
-import Logging
+package import Logging
 import Sharing
 import WalkJournal
 

@@ -1,11 +1,11 @@
 import FoundationEssentials
 import Glibc
-import Logging
-import Photos
-import Recording
+package import Logging
+package import Photos
+package import Recording
 import ServiceLifecycle
 import Thumbnailing
-import WalkJournal
+package import WalkJournal
 
 /// `fieldlog run` assembled: the services a validated configuration makes (recorder, photos, systemd, and the
 /// supervisor of the live page's and sharing's processes), run as one group until SIGTERM or SIGINT, or until a

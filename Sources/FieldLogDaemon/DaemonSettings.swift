@@ -1,7 +1,7 @@
-import ArgumentParser
-import Logging
+package import ArgumentParser
+package import Logging
 import Photos
-import Recording
+package import Recording
 
 /// Everything `fieldlog run` is told, each setting declared once: as an option, whose long name is also its key
 /// in fieldlog.conf. `entries` reads them back, so the config file's keys, `--check-config`'s output and the

@@ -1,10 +1,10 @@
 import CSandbox
 import FoundationEssentials
 import Glibc
-import LivePage
-import Logging
+package import LivePage
+package import Logging
 import Photos
-import Recording
+package import Recording
 import ServiceLifecycle
 import Sharing
 import Synchronization

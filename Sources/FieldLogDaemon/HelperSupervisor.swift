@@ -1,7 +1,7 @@
 import CSandbox
 import Glibc
-import Logging
-import Recording
+package import Logging
+package import Recording
 import ServiceLifecycle
 import SystemIO
 

@@ -1,4 +1,6 @@
-import ArgumentParser
+// Public: a conformance is as visible as its type and protocol, and Logger.Level and ExpressibleByArgument are
+// public (the retroactive conformance below).
+public import ArgumentParser
 import Logging
 
 /// A group of options read back as fieldlog.conf's entries: each option's long name (its property's name, as

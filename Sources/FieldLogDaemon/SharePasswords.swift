@@ -1,4 +1,4 @@
-import Sharing
+package import Sharing
 import SystemIO
 
 /// The passwords of the `--share` destinations, each meant for one destination only. Two places hold them:

@@ -1,6 +1,6 @@
-import ArgumentParser
+package import ArgumentParser
 import FoundationEssentials
-import Sharing
+package import Sharing
 
 /// Where the walk is published live (`--share`), as OwnTracks locations.
 package struct ShareSettings: ParsableArguments, Sendable {

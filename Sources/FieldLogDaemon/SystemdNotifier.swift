@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Glibc
-import Logging
+package import Logging
 import Synchronization
 import WalkModel
 

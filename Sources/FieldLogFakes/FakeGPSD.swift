@@ -1,5 +1,5 @@
 import Foundation
-import NIOCore
+package import NIOCore
 import NIOPosix
 
 /// A gpsd on loopback that speaks as much of gpsd's JSON protocol as libgps 3.22 and fieldlog use: VERSION

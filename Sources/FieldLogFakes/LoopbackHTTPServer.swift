@@ -1,6 +1,6 @@
 import Foundation
 import NIOCore
-import NIOHTTP1
+package import NIOHTTP1
 import NIOPosix
 import NIOSSL
 

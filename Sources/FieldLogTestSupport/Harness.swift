@@ -1,6 +1,6 @@
-import CSandbox
+package import CSandbox
 import Foundation
-import Logging
+package import Logging
 import Testing
 
 /// Paths of the things integration tests run: the built `fieldlog` and the committed fixtures.

@@ -1,5 +1,5 @@
 import WalkJournal
-import WalkModel
+package import WalkModel
 
 extension WalkLog {
     /// Every track point, read into memory: for tests, whose walks are short.

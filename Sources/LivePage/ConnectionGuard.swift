@@ -1,7 +1,7 @@
 import Exports
-import HTTPTypes
-import NIOCore
-import NIOHTTPTypes
+package import HTTPTypes
+package import NIOCore
+package import NIOHTTPTypes
 import Synchronization
 
 /// How many places (connections, event streams) each client address holds: a newcomer may take a place of the

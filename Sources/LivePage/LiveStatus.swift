@@ -1,6 +1,6 @@
 import Exports
-import Photos
-import Recording
+package import Photos
+package import Recording
 import WalkJournal
 import WalkModel
 

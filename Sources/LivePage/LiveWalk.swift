@@ -1,6 +1,6 @@
-import Glibc
+package import Glibc
 import Synchronization
-import WalkJournal
+package import WalkJournal
 import WalkModel
 
 /// The walk the live page shows (the one being recorded, else the newest stored), kept in step with its

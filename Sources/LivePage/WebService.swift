@@ -1,16 +1,16 @@
 import Exports
 import FoundationEssentials
 import Glibc
-import HTTPTypes
-import Hummingbird
-import HummingbirdCore
-import Logging
-import NIOCore
+package import HTTPTypes
+package import Hummingbird
+package import HummingbirdCore
+package import Logging
+package import NIOCore
 import NIOHTTP1
 import NIOPosix
 import ServiceLifecycle
 import Thumbnailing
-import WalkJournal
+package import WalkJournal
 
 /// `fieldlog run --http`: the live page of the walk being recorded, read-only, on Hummingbird.
 ///

@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import FoundationEssentials
-import NIOCore
-import WalkModel
+package import NIOCore
+package import WalkModel
 
 /// Photos from Wikimedia Commons, which needs no key: one MediaWiki Action API request finds the files near
 /// a point (geosearch in the File namespace) with their thumbnail URL and attribution (imageinfo with

@@ -1,7 +1,7 @@
-import AsyncHTTPClient
+package import AsyncHTTPClient
 import FoundationEssentials
-import NIOCore
-import WalkModel
+package import NIOCore
+package import WalkModel
 
 /// Photos from Flickr's `flickr.photos.search`, nearest first.
 ///

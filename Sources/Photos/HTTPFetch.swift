@@ -1,5 +1,5 @@
-import AsyncHTTPClient
-import NIOCore
+package import AsyncHTTPClient
+package import NIOCore
 import NIOHTTP1
 import NIOSSL
 import Synchronization

@@ -1,6 +1,6 @@
 import Glibc
-import Thumbnailing
-import WalkModel
+package import Thumbnailing
+package import WalkModel
 
 /// Geotagged JPEGs in one folder (`--photos-dir`): for walks without network, and for the demo.
 ///

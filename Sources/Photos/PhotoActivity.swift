@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Synchronization
-import WalkJournal
+package import WalkJournal
 
 /// What the photo service is doing right now, for the live page's status line. Kept in memory only: it
 /// describes the present, and the journal already records every outcome.

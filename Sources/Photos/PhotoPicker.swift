@@ -1,5 +1,5 @@
-import WalkJournal
-import WalkModel
+package import WalkJournal
+package import WalkModel
 
 /// Chooses among the photos a source found near a milestone: the best, not merely the nearest. A photo is
 /// never a near-duplicate of one the walk already shows (the same file, or the same owner within

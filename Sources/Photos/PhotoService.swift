@@ -1,13 +1,13 @@
 import FoundationEssentials
 import Glibc
-import Logging
+package import Logging
 import NIOPosix
 import ServiceLifecycle
 import Synchronization
 import SystemIO
-import Thumbnailing
-import WalkJournal
-import WalkModel
+package import Thumbnailing
+package import WalkJournal
+package import WalkModel
 
 /// Finds a photo for every milestone, off the walk's path: the recorder never waits for the network. The
 /// walk being recorded comes first, in milestone order, whatever happened before start-up; milestones of

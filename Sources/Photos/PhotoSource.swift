@@ -1,4 +1,4 @@
-import WalkModel
+package import WalkModel
 
 /// Why a source could not answer, and what to do about it.
 package struct PhotoSourceError: Error, CustomStringConvertible, Sendable, Equatable {

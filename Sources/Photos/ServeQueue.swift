@@ -1,5 +1,5 @@
-import WalkJournal
-import WalkModel
+package import WalkJournal
+package import WalkModel
 
 /// Which milestone the photo service serves next: the walk being recorded first, whatever happened before
 /// start-up; then the other walks, newest first. A walk's journal is read once, when its turn first comes,

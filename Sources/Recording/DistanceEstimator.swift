@@ -1,5 +1,5 @@
 import Glibc
-import WalkModel
+package import WalkModel
 
 /// How far the walker went between consecutive fixes of one track segment.
 ///

@@ -1,4 +1,4 @@
-import WalkModel
+package import WalkModel
 
 /// gpsd sends several TPV reports per receiver epoch, sometimes with different positions. This keeps
 /// the last report of each epoch and hands it on once the next epoch begins.

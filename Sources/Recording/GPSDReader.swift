@@ -1,9 +1,9 @@
-import CGPSShim
+package import CGPSShim
 import Glibc
-import Logging
+package import Logging
 import NIOPosix
 import Synchronization
-import WalkModel
+package import WalkModel
 
 /// What the gpsd connection reports to the walk.
 package enum GPSEvent: Sendable, Equatable {

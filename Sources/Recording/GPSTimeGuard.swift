@@ -1,4 +1,4 @@
-import WalkModel
+package import WalkModel
 
 /// Decides whether a fix's GPS time can be believed before the walk uses it. One fix with a wrong time (a
 /// receiver's glitch dated 2100, a 1024-week rollover image, a cold-start clock) would otherwise open a walk

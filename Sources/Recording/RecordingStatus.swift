@@ -1,4 +1,4 @@
-import WalkJournal
+package import WalkJournal
 import WalkModel
 
 /// What the recorder is doing, as one value: `WalkRecorder.status` gives it, `status.json` encodes it beside the

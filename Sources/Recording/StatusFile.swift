@@ -2,7 +2,7 @@ import FoundationEssentials
 import Glibc
 import Synchronization
 import SystemIO
-import WalkJournal
+package import WalkJournal
 import WalkModel
 
 /// `status.json` in the state directory: what `fieldlog status` shows about the running recorder.

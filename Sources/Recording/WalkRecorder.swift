@@ -1,9 +1,9 @@
 import FoundationEssentials
 import Glibc
-import Logging
+package import Logging
 import Synchronization
-import WalkJournal
-import WalkModel
+package import WalkJournal
+package import WalkModel
 
 /// Turns a stream of fixes into walk journals: starts, resumes and ends walks, and decides what must be on
 /// disk when. One lock makes it safe from any thread: the gpsd reader thread records each fix itself, the

@@ -1,5 +1,5 @@
-import WalkJournal
-import WalkModel
+package import WalkJournal
+package import WalkModel
 
 /// What a fix did to the walk, in the order it must be journaled.
 package enum WalkEvent: Sendable, Equatable {

@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Glibc
-import SystemIO
+package import SystemIO
 
 /// A destination's durable position in the journals: every message of the walks before `walk`, and the first
 /// `acknowledged` messages of `walk` (in `ShareSelector`'s numbering), have been acknowledged by it.

@@ -1,10 +1,10 @@
 import FoundationEssentials
 import Glibc
-import Logging
+package import Logging
 import SystemIO
 import Thumbnailing
-import WalkJournal
-import WalkModel
+package import WalkJournal
+package import WalkModel
 
 /// Shares the walks of one state directory with one destination: reads the journals from the destination's
 /// durable position (`ShareCursor`), chooses what to send (`ShareSelector`), hands it to the transport oldest

@@ -1,4 +1,4 @@
-import WalkModel
+package import WalkModel
 
 /// What is shared of a walk, chosen from its journal records in journal order: a fix at most every `every`
 /// seconds of GPS time, always the first and last fix of a segment, every milestone at its position, and each

@@ -1,10 +1,10 @@
 import FoundationEssentials
-import Logging
+package import Logging
 import ServiceLifecycle
 import Synchronization
 import SystemIO
-import WalkJournal
-import WalkModel
+package import WalkJournal
+package import WalkModel
 
 /// Publishes the walks of a state directory, live, to OwnTracks servers (`--share`): one engine per destination,
 /// each independent. The journal is the queue: a destination's position is kept durably and everything after it

@@ -1,4 +1,4 @@
-import CSandbox
+package import CSandbox
 import Glibc
 
 /// Starting another program with only the descriptors it is given, for the photo worker and the processes

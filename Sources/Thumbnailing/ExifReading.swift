@@ -1,4 +1,4 @@
-import CExifShim
+package import CExifShim
 import CSandbox
 import FoundationEssentials
 import Glibc

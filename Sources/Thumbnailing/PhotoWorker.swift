@@ -1,4 +1,4 @@
-import CSandbox
+package import CSandbox
 import FoundationEssentials
 import Glibc
 import SystemIO

@@ -1,4 +1,4 @@
-import Glibc
+package import Glibc
 import SystemIO
 import WalkModel
 

@@ -1,4 +1,4 @@
-import Glibc
+package import Glibc
 import SystemIO
 
 /// Reads a growing journal from where it last stopped, handing out complete lines only (the writer may be

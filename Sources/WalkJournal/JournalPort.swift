@@ -1,4 +1,4 @@
-import WalkModel
+package import WalkModel
 
 /// What a service beside the recorder may write into the walk journal: its events and a milestone's photo,
 /// into a walk by its id (which may have ended since). The recorder provides it, the only writer of the

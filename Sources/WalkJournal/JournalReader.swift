@@ -1,6 +1,6 @@
-import Glibc
+package import Glibc
 import SystemIO
-import WalkModel
+package import WalkModel
 
 /// Reads a journal's lines a chunk at a time, so that what reading holds is one chunk and one line whatever
 /// the journal's size (a two-day walk at 10 Hz journals some 300 MB). Only a regular file is read, opened

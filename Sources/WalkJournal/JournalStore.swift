@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Glibc
 import SystemIO
-import WalkModel
+package import WalkModel
 
 /// The state directory: one append-only journal per walk, named from the walk's first GPS time so that
 /// names sort in walk order.

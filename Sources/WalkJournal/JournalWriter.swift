@@ -1,5 +1,5 @@
 import Glibc
-import Logging
+package import Logging
 import WalkModel
 
 /// Appends the recorder's journal lines and never loses one to a failing disk: when a write, a sync or

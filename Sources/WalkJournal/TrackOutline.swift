@@ -1,4 +1,4 @@
-import WalkModel
+package import WalkModel
 
 /// A walk's track thinned to what a drawing of it needs, in bounded memory whatever the walk's length:
 /// every point until there are `maxPoints`, then only points some metres apart, the spacing doubling each

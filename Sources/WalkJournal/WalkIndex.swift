@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Glibc
 import SystemIO
-import WalkModel
+package import WalkModel
 
 /// A walk in a few numbers: what `fieldlog walks` and `status` show and what the photo service needs to
 /// know of a walk without reading its journal. Made by reading the journal's records in order, and read

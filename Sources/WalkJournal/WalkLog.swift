@@ -1,6 +1,6 @@
 import FoundationEssentials
-import Glibc
-import WalkModel
+package import Glibc
+package import WalkModel
 
 /// Everything a journal says of a walk, read back: what export, tail, `walks`, the live page and recovery
 /// work from. The track points are not kept (a two-day walk at 10 Hz has 1.7 million): the log knows their

@@ -1,5 +1,5 @@
 import Foundation
-import WalkModel
+package import WalkModel
 
 /// A walk generated as NMEA 0183 (GGA + RMC once a second) and as the fixes gpsd makes of it, with the
 /// truth about it: how far it really went and where it stood, lost the sky or jumped. Real captures are

@@ -1,5 +1,5 @@
 import Foundation
-import WalkJournal
+package import WalkJournal
 import WalkModel
 
 /// Journals of walks whose milestones wait for photos, written as the recorder writes them: for tests of

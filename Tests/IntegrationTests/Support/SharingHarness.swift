@@ -1,6 +1,6 @@
 import FieldLogTestSupport
 import Foundation
-import Sharing
+package import Sharing
 import SystemIO
 import Testing
 import WalkJournal
