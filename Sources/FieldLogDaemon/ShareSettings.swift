@@ -10,7 +10,8 @@ package struct ShareSettings: ParsableArguments, Sendable {
             discussion: """
                 mqtt://[USER@]HOST[:PORT][/TOPIC] or mqtts://… (TLS, verified) for an MQTT broker, topic \
                 owntracks/USER/DEVICE by default; https://[USER@]HOST[:PORT]/pub for the OwnTracks Recorder's \
-                HTTP mode or Traccar's OwnTracks port (plain http only on loopback). A password goes only to a URL \
+                HTTP mode or Traccar's OwnTracks port (plain http only on loopback); /pub?u=USER&d=DEVICE, the \
+                Recorder's own form, names the user and device there. A password goes only to a URL \
                 that names a user, from --share-credentials or --share-password-file, never from the URL, and \
                 never over plain mqtt or http to another host. A destination that cannot be set up is reported \
                 (log, status, live page) and left out; the walk is recorded all the same.

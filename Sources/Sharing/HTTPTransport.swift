@@ -55,7 +55,7 @@ package final class HTTPTransport: ShareTransport, @unchecked Sendable {
                 tlsConfiguration: tls, redirectConfiguration: .disallow,
                 timeout: .init(connect: .seconds(10), read: .seconds(Int64(settings.timeout)))))
         let host = destination.host.contains(":") ? "[\(destination.host)]" : destination.host
-        let user = (destination.user ?? ShareDestination.defaultUser).lowercased()
+        let user = destination.ownTracksUser.lowercased()
         let separator = destination.path.contains("?") ? "&" : "?"
         url =
             "\(destination.tls ? "https" : "http")://\(host):\(destination.port)\(destination.path)"
@@ -145,7 +145,7 @@ package final class HTTPTransport: ShareTransport, @unchecked Sendable {
         request.headers.add(name: "Content-Type", value: "application/json")
         request.headers.add(name: "User-Agent", value: "fieldlog")
         let destination = settings.destination
-        request.headers.add(name: "X-Limit-U", value: (destination.user ?? ShareDestination.defaultUser).lowercased())
+        request.headers.add(name: "X-Limit-U", value: destination.ownTracksUser.lowercased())
         request.headers.add(name: "X-Limit-D", value: destination.device)
         if let user = destination.user, let password = settings.password {
             let credentials = Array((user + ":" + password).utf8)

@@ -16,9 +16,12 @@ package struct ShareDestination: Sendable, Hashable, CustomStringConvertible {
     package var tls: Bool
     package var host: String
     package var port: Int
-    /// The OwnTracks user (MQTT login and topic, the Recorder's `u`).
+    /// The user the URL names (`USER@`): the MQTT login, and who a password goes to.
     package var user: String?
-    /// The OwnTracks device (topic, the Recorder's `d`).
+    /// The OwnTracks user of the topic and of the Recorder's `u`: the URL's `u=` (HTTP), else `user`, else
+    /// `defaultUser`.
+    package var ownTracksUser: String
+    /// The OwnTracks device (topic, the Recorder's `d`): the URL's `d=` (HTTP), else `--share-device`.
     package var device: String
     /// MQTT: the base topic (`owntracks/USER/DEVICE` by default). HTTP: the path and query.
     package var topic: String
@@ -79,8 +82,8 @@ package struct ShareDestination: Sendable, Hashable, CustomStringConvertible {
         switch kind {
         case .mqtt:
             let given = pathPart.drop { $0 == "/" }
-            let user = user ?? Self.defaultUser
-            topic = given.isEmpty ? "owntracks/\(user)/\(device)" : String(given)
+            ownTracksUser = user ?? Self.defaultUser
+            topic = given.isEmpty ? "owntracks/\(ownTracksUser)/\(device)" : String(given)
             guard !topic.contains("+"), !topic.contains("#"), !topic.contains("\0") else {
                 throw ShareError("--share \(url): a topic to publish to has no wildcards")
             }
@@ -89,8 +92,31 @@ package struct ShareDestination: Sendable, Hashable, CustomStringConvertible {
             guard tls || Self.isLoopback(host) else {
                 throw ShareError("--share \(url): plain http only on loopback; use https")
             }
-            path = pathPart.isEmpty ? "/pub" : pathPart
-            topic = "owntracks/\(user ?? Self.defaultUser)/\(device)"
+            // The Recorder's own form names the user and device in the query (`/pub?u=walker&d=pi`): they are
+            // taken from there, not sent twice (the Recorder would take fieldlog's `X-Limit-U`/`-D` headers over
+            // them, and store the walk under another user).
+            let question = pathPart.firstIndex(of: "?") ?? pathPart.endIndex
+            var kept: [Substring] = []
+            var queryUser: String?
+            for item in pathPart[question...].dropFirst().split(separator: "&") {
+                if item.hasPrefix("u=") {
+                    queryUser = Self.percentDecoded(item.dropFirst(2))
+                } else if item.hasPrefix("d=") {
+                    self.device = Self.percentDecoded(item.dropFirst(2))
+                } else {
+                    kept.append(item)
+                }
+            }
+            if let queryUser, let user, queryUser.lowercased() != user.lowercased() {
+                throw ShareError("--share \(url): names two users, \(user)@ and u=\(queryUser)")
+            }
+            guard queryUser?.isEmpty != true, !self.device.isEmpty else {
+                throw ShareError("--share \(url): an empty u= or d=")
+            }
+            ownTracksUser = queryUser ?? user ?? Self.defaultUser
+            let base = pathPart[..<question]
+            path = (base.isEmpty ? "/pub" : String(base)) + (kept.isEmpty ? "" : "?" + kept.joined(separator: "&"))
+            topic = "owntracks/\(ownTracksUser)/\(self.device)"
         }
     }
 

@@ -93,6 +93,34 @@ final class SharingHTTPTests {
         #expect(!outcome.stderr.contains(Self.password))
     }
 
+    /// The Recorder's own form of the URL, as its README gives it for the apps (`/pub?u=USER&d=DEVICE`): the walk
+    /// is stored under that user and device. (The Recorder takes `X-Limit-U`/`X-Limit-D` over the query: sent with
+    /// fieldlog's defaults, they filed the walk under fieldlog/HOSTNAME.)
+    @Test func theRecordersOwnURLFormNamesUserAndDevice() async throws {
+        let server = try await FakeOwnTracksRecorder.start(user: "walker", password: nil)
+        defer { server.stop() }
+        let capture = try SharingHarness.walkCapture(seconds: 60, in: directory)
+        let gpsd = try await GPSFake(capture: capture, delay: 0.004, in: directory)
+        let recorded = try await fieldlog(
+            ["run", "--once", "--gpsd", gpsd.address, "--state-dir", state], in: directory, timeout: 60)
+        #expect(recorded.status == 0, "\(recorded.stderr)")
+        await gpsd.wait()
+        let outcome = try await fieldlog(
+            [
+                "share", "--walk", "latest", "--state-dir", state, "--timeout", "30", "--share",
+                "http://127.0.0.1:\(server.port)/pub?u=walker&d=pi", "--share-device", "testdev",
+            ],
+            in: directory, timeout: 60)
+        #expect(outcome.status == 0, "\(outcome.stdout) \(outcome.stderr)")
+        #expect(server.stored.count > 5)
+        for request in server.stored {
+            #expect(request.path == "/pub?u=walker&d=pi")
+            #expect(request.headers["x-limit-u"] == "walker" && request.headers["x-limit-d"] == "pi")
+            let json = try #require(try JSONSerialization.jsonObject(with: request.body) as? [String: Any])
+            #expect(json["topic"] as? String == "owntracks/walker/pi")
+        }
+    }
+
     /// Said once; the next attempt is a minute away (`SharingCredentialsTests` sees it come).
     @Test func aRefusedPasswordIsSaidOnceAndNotAskedAgainAtOnce() async throws {
         let server = try await FakeOwnTracksRecorder.start(user: "walker", password: "another")

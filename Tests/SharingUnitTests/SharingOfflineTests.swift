@@ -19,10 +19,21 @@ struct SharingOfflineTests {
             https.kind == .http && https.tls && https.port == 443 && https.path == "/pub"
                 && https.topic == "owntracks/walker/pi")
         #expect(try ShareDestination(url: "http://127.0.0.1:8083/pub", device: "pi").port == 8083)
+        // The Recorder's own form: user and device in the query, taken from there (the user's case kept: the
+        // Recorder lowercases), other parameters left in the path.
+        let recorder = try ShareDestination(url: "http://127.0.0.1:8083/pub?u=Walker&x=1&d=pi%20zero", device: "vm")
+        #expect(
+            recorder.ownTracksUser == "Walker" && recorder.device == "pi zero" && recorder.path == "/pub?x=1"
+                && recorder.user == nil && recorder.topic == "owntracks/Walker/pi zero")
+        #expect(try ShareDestination(url: "https://walker@r.example.org/pub?u=WALKER", device: "pi").path == "/pub")
+        #expect(try ShareDestination(url: "https://walker@r.example.org/pub", device: "pi").ownTracksUser == "walker")
+        #expect(try ShareDestination(url: "https://r.example.org/pub", device: "pi").ownTracksUser == "fieldlog")
         // Refused: a password in the URL, plain http off loopback, wildcards, other schemes, no host.
         for url in [
             "mqtt://walker:secret@broker/", "http://recorder.example.org/pub", "mqtt://broker/owntracks/#",
             "ftp://broker/", "mqtt:///topic", "broker:1883", "mqtt://broker:99999/",
+            "https://walker@r.example.org/pub?u=runner", "https://r.example.org/pub?u=&d=pi",
+            "https://r.example.org/pub?d=",
         ] {
             #expect(throws: ShareError.self, "\(url)") { try ShareDestination(url: url, device: "pi") }
         }
