@@ -113,6 +113,8 @@ def main():
             parts = walkbench.resident_kb(pid, path, field)
             return sum(parts.values()) / 1024 if parts else float("nan")
         resident = [mb(pid, path, "Rss:") for _, pid, path in measured]
+        alone_parts = walkbench.mb_parts(walkbench.resident_kb(measured[4][1], measured[4][2]) or {})
+        gpxlogger_parts = walkbench.mb_parts(walkbench.resident_kb(measured[5][1], measured[5][2]) or {})
         private = [mb(pid, path, "Private_Dirty:") + mb(pid, path, "Private_Clean:") for _, pid, path in measured]
         referenced = [mb(pid, path, "Referenced:") for _, pid, path in measured]
         held_single = walkbench.held_kb([measured[0][1]])
@@ -135,7 +137,11 @@ def main():
                    f" resident memory {total_resident / resident[0]:.2f}x), CPU {total_cpu / cpu[0]:.2f}x;"
                    f" the recorder alone {resident[4]:.1f} MB resident (goal <= 10), {private[4]:.1f} MB of it its own,"
                    f" {referenced[4]:.1f} MB used in the last {args.seconds / 2:g} s; gpxlogger {resident[5]:.1f} MB")
+        where = (f"Where the resident memory is (MB): the recorder alone {alone_parts}; gpxlogger {gpxlogger_parts}"
+                 " (code: the executable's r-xp mapping; binary data: its other mappings; libraries: every other file;"
+                 " anonymous: heap and stacks).")
         print(summary)
+        print(where)
         rows = [(runs[0][0], 0), (runs[1][0] + ": the recorder", 1), ("  its live-page", 2), ("  its live-share", 3),
                 (runs[2][0], 4), ("gpxlogger", 5)]
         table = [
@@ -152,7 +158,7 @@ def main():
             f"| the three together: memory held, each page once | {held[1]:.1f} | | | |",
             *[f"| {label.strip()} | {resident[i]:.1f} | {private[i]:.1f} | {referenced[i]:.1f} | {cpu[i]:.3f} |"
               for label, i in rows[4:]], "",
-            summary + ".", "",
+            summary + ".", "", where, "",
             "How to read it: resident memory is /proc/PID/smaps's Rss over the executable, its data, the libraries and"
             " anonymous memory, with the executables read into the page cache first (as bench/side-by-side.py): it"
             " counts every page of the executable and the libraries a process has mapped, which the kernel maps 64 KiB"
