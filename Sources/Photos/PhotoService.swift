@@ -35,9 +35,9 @@ package struct PhotoService: Service {
     package static let radii: [Double] = [100, 500, 2_000, 8_000, 31_000]
     /// Coarse or indoor photos are taken only once the search has widened this far without a better one.
     package static let fallbackReach = 2_000.0
-    /// How long a replay (`--once`) still serves photos after gpsd has ended: without a network it would wait
-    /// for ever. What is left stays pending in the journal for the next run.
-    package static let finishWait: Duration = .seconds(30)
+    /// How long a replay (`--once`) still serves photos after gpsd has ended without a milestone served: without
+    /// a network it would wait for ever. What is left stays pending in the journal for the next run.
+    package static let defaultFinishWait: Duration = .seconds(30)
 
     private let sources: [PhotoSourceChain.Member]
     /// Where the photo outcomes and events go: the recorder, which journals them beside the fixes.
@@ -52,25 +52,30 @@ package struct PhotoService: Service {
     /// Milestones given their outcome so far: a back-fill that keeps serving is not cut short.
     private let served = ServedCount()
     private let maxBackoff: Double
+    private let finishWait: Duration
     /// What the service is doing now, for the live page.
     package let activity = PhotoActivity()
 
     /// One source. Reads nothing: the journals are read once the service runs.
     package init(
         source: any PhotoSource, sourceName: String, journal: any JournalPort, store: JournalStore,
-        thumbnails: any ThumbnailStore, thumbnailer: any ThumbnailMaker, logger: Logger, maxBackoff: Double = 300
+        thumbnails: any ThumbnailStore, thumbnailer: any ThumbnailMaker, logger: Logger, maxBackoff: Double = 300,
+        finishWait: Duration = defaultFinishWait
     ) throws(JournalError) {
         self.init(
             sources: [.init(name: sourceName, source: source)], journal: journal, store: store,
-            thumbnails: thumbnails, thumbnailer: thumbnailer, logger: logger, maxBackoff: maxBackoff)
+            thumbnails: thumbnails, thumbnailer: thumbnailer, logger: logger, maxBackoff: maxBackoff,
+            finishWait: finishWait)
     }
 
     /// Sources in order of preference.
     package init(
         sources: [PhotoSourceChain.Member], journal: any JournalPort, store: JournalStore,
-        thumbnails: any ThumbnailStore, thumbnailer: any ThumbnailMaker, logger: Logger, maxBackoff: Double = 300
+        thumbnails: any ThumbnailStore, thumbnailer: any ThumbnailMaker, logger: Logger, maxBackoff: Double = 300,
+        finishWait: Duration = defaultFinishWait
     ) {
         self.sources = sources
+        self.finishWait = finishWait
         self.journal = journal
         self.store = store
         self.thumbnails = thumbnails
@@ -98,13 +103,13 @@ package struct PhotoService: Service {
                 group.addTask { await loadHistory() }
                 await withTaskGroup(of: Void.self) { serving in
                     serving.addTask { await serve() }
-                    serving.addTask { [finishing, served] in
+                    serving.addTask { [finishing, served, finishWait] in
                         await finishing.wait()
                         // Ends after `finishWait` in which no milestone was served (offline, a source that fails).
                         var last = -1
                         while !Task.isCancelled, served.value != last {
                             last = served.value
-                            try? await sleepOnEventLoop(for: Self.finishWait)
+                            try? await sleepOnEventLoop(for: finishWait)
                         }
                     }
                     await serving.next()

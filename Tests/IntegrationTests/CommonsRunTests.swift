@@ -74,7 +74,7 @@ struct CommonsRunTests {
         #expect(page.components(separatedBy: "data:image/jpeg;base64,").count - 1 == records.count)
     }
 
-    /// Offline (nothing listens where Commons should be): `--once` still ends, `PhotoService.finishWait`
+    /// Offline (nothing listens where Commons should be): `--once` still ends, `PhotoService.defaultFinishWait`
     /// after gpsd has ended, leaving the milestones pending for the next run and saying how many.
     @Test func offlineAReplayEndsWithinTheWaitAndLeavesItsMilestonesPending() async throws {
         var walk = SyntheticWalk(heading: 45)
@@ -91,7 +91,7 @@ struct CommonsRunTests {
             in: directory, environment: ["FIELDLOG_CONFIG": "/dev/null", "FLICKR_API_KEY": ""])
         await gpsd.wait()
         let gpsdEnded = Date()
-        let wait = Double(PhotoService.finishWait.components.seconds)
+        let wait = Double(PhotoService.defaultFinishWait.components.seconds)
         let outcome = await recorder.wait(timeout: wait + 60)
         let after = Date().timeIntervalSince(gpsdEnded)
         #expect(outcome.status == 0, "\(outcome.stderr)")
