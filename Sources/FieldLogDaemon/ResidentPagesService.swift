@@ -2,9 +2,9 @@ package import Logging
 import ServiceLifecycle
 import SystemIO
 
-/// Keeps a long-running process's resident memory to what it runs (the recorder's to what recording runs): `first` after start (the journal read back,
-/// gpsd connected) and then every `interval`, it gives back the code and read-only data pages nothing has run
-/// since (`ResidentPages`). A photo's requests and decoding map more code each time; the next round gives it
+/// Keeps a long-running process's resident memory to what it runs (the recorder's to what recording runs):
+/// `first` after start (the journal read back, gpsd connected) and then every `interval`, it gives back the code
+/// and read-only data pages nothing has run since (`ResidentPages`). A photo's requests and decoding map more code each time; the next round gives it
 /// back. On the monotonic clock: this is the process's housekeeping, not the walk's.
 package struct ResidentPagesService: Service {
     private let first: Duration

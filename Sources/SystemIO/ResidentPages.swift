@@ -15,9 +15,8 @@ package enum ResidentPages {
     /// kernel's own mappings. Returns the bytes that were resident in the mappings released.
     @discardableResult
     package static func releaseCleanFileMappings() -> Int {
-        guard let smaps = try? FileIO.readAll("/proc/self/smaps") else { return 0 }
         var released = 0
-        for mapping in Mapping.parse(smaps) where mapping.isCleanReadOnlyFile {
+        for mapping in cleanFileMappings() {
             guard let start = UnsafeMutableRawPointer(bitPattern: mapping.start) else { continue }
             if madvise(start, mapping.end - mapping.start, MADV_DONTNEED) == 0 {
                 released += mapping.residentKB * 1024
@@ -28,8 +27,12 @@ package enum ResidentPages {
 
     /// The bytes resident in the mappings `releaseCleanFileMappings` would release, read from smaps now.
     package static func cleanFileMappingsResident() -> Int {
-        guard let smaps = try? FileIO.readAll("/proc/self/smaps") else { return 0 }
-        return Mapping.parse(smaps).filter(\.isCleanReadOnlyFile).reduce(0) { $0 + $1.residentKB * 1024 }
+        cleanFileMappings().reduce(0) { $0 + $1.residentKB * 1024 }
+    }
+
+    private static func cleanFileMappings() -> [Mapping] {
+        guard let smaps = try? FileIO.readAll("/proc/self/smaps") else { return [] }
+        return Mapping.parse(smaps).filter(\.isCleanReadOnlyFile)
     }
 
     /// One mapping of /proc/self/smaps, in the fields read here.
