@@ -1,8 +1,9 @@
-import FieldLogDaemon
 // fieldlog.conf's parser (ConfigFile) on arbitrary text. Besides not crashing: an error names a
 // line of the file, and settings printed the way --check-config prints them (ConfigFile.quoted) read back
 // as the same settings.
 import Foundation
+
+@testable import FieldLogDaemon
 
 private func fail(_ what: String, _ text: String) -> Never {
     FileHandle.standardError.write(Data("invariant broken: \(what)\ntext: \(text.debugDescription)\n".utf8))
