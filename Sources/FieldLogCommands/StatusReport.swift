@@ -1,7 +1,6 @@
 import FieldLogDaemon
 import FoundationEssentials
 import Glibc
-import Photos
 import Recording
 import Sharing
 import SystemIO
@@ -70,7 +69,7 @@ package enum StatusReport {
         } else {
             add("storage    ok")
         }
-        if let photos = status.photos.flatMap(PhotoActivity.State.init(statusRecord:)) {
+        if let photos = status.photos.flatMap(PhotoActivityState.init(statusRecord:)) {
             add("photos     \(photos.description(now: now))")
         }
         for helper in status.helpers ?? [] {

@@ -3,7 +3,6 @@ import FoundationEssentials
 import Glibc
 package import LivePage
 package import Logging
-import Photos
 package import Recording
 import ServiceLifecycle
 import Sharing
@@ -223,7 +222,7 @@ package final class RecorderState: Sendable {
         }
         return LiveStatus(
             recording: status.recording, gpsd: status.gpsd, lastFixWall: status.lastFixWall,
-            photos: status.photos.flatMap(PhotoActivity.State.init(statusRecord:)), shares: shares)
+            photos: status.photos.flatMap(PhotoActivityState.init(statusRecord:)), shares: shares)
     }
 }
 

@@ -1,7 +1,6 @@
 import Exports
-package import Photos
 package import Recording
-import WalkJournal
+package import WalkJournal
 import WalkModel
 
 /// The live page's status line: the recorder's status beside the photo service's and sharing's.
@@ -11,12 +10,12 @@ package struct LiveStatus: Sendable, Equatable {
     /// System-clock time at which the last fix arrived.
     package var lastFixWall: Double?
     /// nil when this session has no photo source.
-    package var photos: PhotoActivity.State?
+    package var photos: PhotoActivityState?
     /// The sharing destinations (`ShareStatus.pageLine`), nil when the walk is not shared.
     package var shares: [String]?
 
     package init(
-        recording: RecordingStatus, gpsd: StatusFile.GPSDState, lastFixWall: Double?, photos: PhotoActivity.State?,
+        recording: RecordingStatus, gpsd: StatusFile.GPSDState, lastFixWall: Double?, photos: PhotoActivityState?,
         shares: [String]? = nil
     ) {
         self.recording = recording
